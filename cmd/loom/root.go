@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loomctx/loom/cmd/loom/cmdutil"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+// newRootCmd assembles the command tree. Each verb lives in its own package
+// under cmd/loom; add it here with one line.
+func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "loom",
+		Short:         "Assemble an agent's system prompt and message list from a workspace folder",
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return cmdutil.FlagErrorf("%s", err)
+	})
+	root.AddCommand(
+	// commands: keep one per line, sorted
+	)
+	return root
+}
+
+// run executes the CLI and maps errors to exit codes: 0 success, 1 failure,
+// 2 usage error. It is the only place that decides an exit code.
+func run(args []string) int {
+	io := cmdutil.System()
+	root := newRootCmd(io)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var flagErr *cmdutil.FlagError
+	var silent *cmdutil.SilentError
+	switch {
+	case errors.As(err, &silent):
+		return silent.Code
+	case errors.As(err, &flagErr):
+		fmt.Fprintf(io.ErrOut, "loom: %v\n", err)
+		fmt.Fprintln(io.ErrOut, "Run 'loom help' for usage.")
+		return 2
+	default:
+		fmt.Fprintf(io.ErrOut, "loom: %v\n", err)
+		return 1
+	}
+}

@@ -1,0 +1,429 @@
+package workspace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultMaxFileSize is the largest file the reader accepts unless
+// [WithMaxFileSize] says otherwise.
+const DefaultMaxFileSize = 1 << 20
+
+// Sentinel reasons for a refused read. A *RefusedError wraps exactly one.
+var (
+	ErrOutside    = errors.New("resolves outside the workspace")
+	ErrNotRegular = errors.New("not a regular file")
+	ErrTooLarge   = errors.New("file is too large")
+	ErrBinary     = errors.New("binary file (contains a NUL byte)")
+	ErrLoop       = errors.New("symlink loop")
+)
+
+// RefusedError is returned when the door refuses a file. Path is
+// workspace-relative.
+type RefusedError struct {
+	Path   string
+	Reason error
+	Detail string // extra words for the message, e.g. the size
+}
+
+func (e *RefusedError) Error() string {
+	msg := e.Reason.Error()
+	if e.Detail != "" {
+		msg += " (" + e.Detail + ")"
+	}
+	return e.Path + ": " + msg
+}
+
+func (e *RefusedError) Unwrap() error { return e.Reason }
+
+// Message is the reason alone, for a [Diagnostic].
+func (e *RefusedError) Message() string {
+	msg := e.Reason.Error()
+	if e.Detail != "" {
+		msg += " (" + e.Detail + ")"
+	}
+	return msg
+}
+
+// FileID identifies one version of a file on disk. Two reads that see the same
+// FileID see the same bytes, so parsed results can be cached by it.
+type FileID struct {
+	Size    int64
+	ModTime time.Time
+	Ino     uint64
+	Dev     uint64
+}
+
+// File is a text file read through the door: normalised to valid UTF-8, LF
+// line endings and no byte-order mark. While a file is unchanged on disk,
+// [Workspace.Load] returns the same *File, so callers may cache by pointer.
+type File struct {
+	Path    string // workspace-relative, slash-separated
+	Text    string
+	ID      FileID
+	Repairs []string // what normalisation changed, e.g. "invalid UTF-8 replaced"
+}
+
+// Workspace is an agent's folder. Every file loom reads from it goes through
+// [Workspace.Load], which refuses anything whose real path is outside the
+// folder. A Workspace is safe for concurrent use.
+type Workspace struct {
+	root    string // absolute, symlinks resolved; "" when backed by fsys
+	fsys    fs.FS  // set for embedded examples
+	maxSize int64
+
+	mu    sync.Mutex
+	files map[string]*File
+}
+
+// Option configures [Open].
+type Option func(*Workspace)
+
+// WithMaxFileSize sets the per-file size cap in bytes.
+func WithMaxFileSize(n int64) Option {
+	return func(w *Workspace) {
+		if n > 0 {
+			w.maxSize = n
+		}
+	}
+}
+
+// Open opens the workspace folder dir. It fails if dir does not exist or is
+// not a folder.
+func Open(dir string, opts ...Option) (*Workspace, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("workspace %s: folder does not exist", dir)
+		}
+		return nil, fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("workspace %s: not a folder", dir)
+	}
+	w := &Workspace{root: real, maxSize: DefaultMaxFileSize, files: map[string]*File{}}
+	for _, o := range opts {
+		o(w)
+	}
+	return w, nil
+}
+
+// OpenFS opens a read-only workspace backed by fsys, such as an embedded
+// example. It has no symlinks, so only the size, binary and UTF-8 rules apply.
+func OpenFS(fsys fs.FS, opts ...Option) *Workspace {
+	w := &Workspace{fsys: fsys, maxSize: DefaultMaxFileSize, files: map[string]*File{}}
+	for _, o := range opts {
+		o(w)
+	}
+	return w
+}
+
+// Root is the absolute, symlink-free path of the workspace, or "" for a
+// workspace backed by an fs.FS.
+func (w *Workspace) Root() string { return w.root }
+
+// IsDir reports whether rel exists and is a folder inside the workspace.
+func (w *Workspace) IsDir(rel string) bool {
+	if w.fsys != nil {
+		st, err := fs.Stat(w.fsys, cleanRel(rel))
+		return err == nil && st.IsDir()
+	}
+	real, err := w.resolve(rel)
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(real)
+	return err == nil && st.IsDir()
+}
+
+// Exists reports whether rel names anything (file or folder) inside the
+// workspace.
+func (w *Workspace) Exists(rel string) bool {
+	if w.fsys != nil {
+		_, err := fs.Stat(w.fsys, cleanRel(rel))
+		return err == nil
+	}
+	_, err := w.resolve(rel)
+	return err == nil
+}
+
+// ReadDir lists the folder rel, sorted by name. A folder whose real path is
+// outside the workspace is refused with a *RefusedError.
+func (w *Workspace) ReadDir(rel string) ([]fs.DirEntry, error) {
+	if w.fsys != nil {
+		return fs.ReadDir(w.fsys, cleanRel(rel))
+	}
+	real, err := w.resolve(rel)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(real)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	return entries, nil
+}
+
+// Abs returns the absolute path of rel (not resolved), or rel itself for an
+// fs.FS-backed workspace.
+func (w *Workspace) Abs(rel string) string {
+	if w.fsys != nil {
+		return cleanRel(rel)
+	}
+	return filepath.Join(w.root, filepath.FromSlash(cleanRel(rel)))
+}
+
+// Load reads the text file rel (slash-separated, relative to the workspace).
+// It returns an error wrapping fs.ErrNotExist when there is no such file, and
+// a *RefusedError when the door refuses it. An unchanged file is not read
+// again: its size, modification time and inode are checked with one stat.
+func (w *Workspace) Load(rel string) (*File, error) {
+	rel = cleanRel(rel)
+	if w.fsys != nil {
+		return w.loadFS(rel)
+	}
+	abs := filepath.Join(w.root, filepath.FromSlash(rel))
+	w.mu.Lock()
+	cached := w.files[rel]
+	w.mu.Unlock()
+	if cached != nil {
+		if st, err := os.Stat(abs); err == nil && idOf(st) == cached.ID {
+			return cached, nil
+		}
+	}
+	f, err := w.load(rel)
+	w.mu.Lock()
+	if err != nil {
+		delete(w.files, rel)
+	} else {
+		w.files[rel] = f
+	}
+	w.mu.Unlock()
+	return f, err
+}
+
+// Read is Load for callers that go on without the file: a missing file gives
+// ok == false quietly; a refused or unreadable one also adds a diagnostic.
+func (w *Workspace) Read(rel string, diags *Diagnostics) (f *File, ok bool) {
+	f, err := w.Load(rel)
+	if err == nil {
+		for _, r := range f.Repairs {
+			diags.Add(Warning, f.Path, 0, "read.repaired", "%s", r)
+		}
+		return f, true
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false
+	}
+	diags.Add(Warning, cleanRel(rel), 0, RefusalCode(err), "%s", RefusalMessage(err))
+	return nil, false
+}
+
+// RefusalCode is the stable diagnostic code for an error returned by Load.
+func RefusalCode(err error) string {
+	switch {
+	case errors.Is(err, ErrOutside):
+		return "read.outside"
+	case errors.Is(err, ErrNotRegular):
+		return "read.not-regular"
+	case errors.Is(err, ErrTooLarge):
+		return "read.too-large"
+	case errors.Is(err, ErrBinary):
+		return "read.binary"
+	case errors.Is(err, ErrLoop):
+		return "read.loop"
+	}
+	return "read.error"
+}
+
+// RefusalMessage is the message part of a diagnostic for an error from Load.
+func RefusalMessage(err error) string {
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return re.Message()
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func (w *Workspace) load(rel string) (*File, error) {
+	real, err := w.resolve(rel)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &RefusedError{Path: rel, Reason: ErrNotRegular, Detail: modeName(st.Mode())}
+	}
+	if st.Size() > w.maxSize {
+		return nil, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("%d bytes; the limit is %d", st.Size(), w.maxSize)}
+	}
+	fh, err := os.Open(real)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, w.maxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > w.maxSize {
+		return nil, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("more than %d bytes", w.maxSize)}
+	}
+	return newFile(rel, data, idOf(st))
+}
+
+func (w *Workspace) loadFS(rel string) (*File, error) {
+	w.mu.Lock()
+	cached := w.files[rel]
+	w.mu.Unlock()
+	if cached != nil {
+		return cached, nil // embedded files never change
+	}
+	st, err := fs.Stat(w.fsys, rel)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &RefusedError{Path: rel, Reason: ErrNotRegular, Detail: modeName(st.Mode())}
+	}
+	if st.Size() > w.maxSize {
+		return nil, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("%d bytes; the limit is %d", st.Size(), w.maxSize)}
+	}
+	data, err := fs.ReadFile(w.fsys, rel)
+	if err != nil {
+		return nil, err
+	}
+	f, err := newFile(rel, data, FileID{Size: st.Size(), ModTime: st.ModTime()})
+	if err == nil {
+		w.mu.Lock()
+		w.files[rel] = f
+		w.mu.Unlock()
+	}
+	return f, err
+}
+
+// Normalize applies the door's text rules to data read from elsewhere (a
+// file named on the command line, say): it strips a UTF-8 BOM, turns CRLF
+// into LF and replaces invalid UTF-8 with U+FFFD. It reports what it changed.
+func Normalize(data []byte) (string, []string) {
+	var repairs []string
+	if bytes.HasPrefix(data, []byte("\xEF\xBB\xBF")) {
+		data = data[3:]
+	}
+	if bytes.Contains(data, []byte("\r\n")) {
+		data = bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
+	}
+	if !utf8.Valid(data) {
+		data = bytes.ToValidUTF8(data, []byte("\uFFFD"))
+		repairs = append(repairs, "invalid UTF-8 replaced with U+FFFD")
+	}
+	return string(data), repairs
+}
+
+func newFile(rel string, data []byte, id FileID) (*File, error) {
+	if bytes.IndexByte(data, 0) >= 0 {
+		return nil, &RefusedError{Path: rel, Reason: ErrBinary}
+	}
+	text, repairs := Normalize(data)
+	return &File{Path: rel, Text: text, ID: id, Repairs: repairs}, nil
+}
+
+// resolve returns the real path of rel and refuses it when that path is
+// outside the root. A child whose name merely starts with ".." is fine.
+func (w *Workspace) resolve(rel string) (string, error) {
+	rel = cleanRel(rel)
+	if strings.HasPrefix(rel, "../") || rel == ".." || path.IsAbs(rel) {
+		return "", &RefusedError{Path: rel, Reason: ErrOutside}
+	}
+	abs := filepath.Join(w.root, filepath.FromSlash(rel))
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		if isLoop(err) {
+			return "", &RefusedError{Path: rel, Reason: ErrLoop}
+		}
+		return "", err
+	}
+	if !Within(w.root, real) {
+		return "", &RefusedError{Path: rel, Reason: ErrOutside, Detail: "resolves to a path outside"}
+	}
+	return real, nil
+}
+
+// Within reports whether target is dir itself or inside it. Both must be
+// clean absolute paths. Unlike a prefix test on the relative path, a child
+// named "..notes" counts as inside.
+func Within(dir, target string) bool {
+	rel, err := filepath.Rel(dir, target)
+	if err != nil || filepath.IsAbs(rel) {
+		return false
+	}
+	return rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+func cleanRel(rel string) string {
+	rel = path.Clean(filepath.ToSlash(rel))
+	rel = strings.TrimPrefix(rel, "./")
+	if rel == "." {
+		return ""
+	}
+	return rel
+}
+
+func isLoop(err error) bool {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && errors.Is(pe.Err, syscall.ELOOP) {
+		return true
+	}
+	return errors.Is(err, syscall.ELOOP) || strings.Contains(err.Error(), "too many links")
+}
+
+func idOf(st fs.FileInfo) FileID {
+	id := FileID{Size: st.Size(), ModTime: st.ModTime()}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		id.Ino = uint64(sys.Ino)
+		id.Dev = uint64(sys.Dev)
+	}
+	return id
+}
+
+func modeName(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
+}
