@@ -1,0 +1,565 @@
+package md
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Counter counts tokens. The tokens package provides exact counters; md
+// declares only what it needs so that it imports nothing from loom.
+type Counter interface {
+	Count(text string) int
+}
+
+// Status is what the budget did with a scope.
+type Status string
+
+const (
+	Kept      Status = "kept"
+	Dropped   Status = "dropped"
+	Truncated Status = "truncated"
+)
+
+// Entry is the report line of one scope.
+type Entry struct {
+	Name     string   `json:"name"`
+	Tokens   int      `json:"tokens"`
+	Status   Status   `json:"status"`
+	Priority *int     `json:"priority"`
+	Sources  []string `json:"sources"`
+	Reason   string   `json:"reason,omitempty"`
+	// Start and End locate the scope's text in the rendered prompt, or are -1
+	// when the text was reshaped by its surroundings (indented, quoted) or was
+	// dropped.
+	Start int `json:"-"`
+	End   int `json:"-"`
+}
+
+// Report says what a render produced: the total, the budget, and a line for
+// every named scope and every scope that was dropped or cut, in document
+// order. Nothing is dropped without a line here.
+type Report struct {
+	Tokens   int     `json:"tokens"`
+	Budget   *int    `json:"budget"`
+	Sections []Entry `json:"sections"`
+}
+
+// Result is a rendered prompt and its report.
+type Result struct {
+	Text   string
+	Report Report
+}
+
+// OverBudgetError is returned when the scopes that may not be dropped are
+// alone larger than the budget. The render still returns its best text.
+type OverBudgetError struct {
+	Tokens, Budget int
+}
+
+func (e *OverBudgetError) Error() string {
+	return fmt.Sprintf("prompt is %d tokens, %d over the budget of %d, with everything droppable dropped", e.Tokens, e.Tokens-e.Budget, e.Budget)
+}
+
+// ErrBadBudget is returned for a budget that is zero or negative.
+var ErrBadBudget = errors.New("budget must be a positive number of tokens")
+
+// Renderer renders trees to Markdown, within a token budget when it has one.
+// A Renderer is safe for concurrent use.
+type Renderer struct {
+	counter   Counter
+	budget    int
+	hasBudget bool
+}
+
+// Option configures a [Renderer].
+type Option func(*Renderer)
+
+// WithCounter sets the token counter used for the report and the budget.
+func WithCounter(c Counter) Option { return func(r *Renderer) { r.counter = c } }
+
+// WithBudget sets the token budget. Render fails with [ErrBadBudget] when n is
+// zero or negative.
+func WithBudget(n int) Option {
+	return func(r *Renderer) { r.budget, r.hasBudget = n, true }
+}
+
+// NewRenderer returns a renderer with the given options.
+func NewRenderer(opts ...Option) *Renderer {
+	r := &Renderer{}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// String renders n with no budget and no counting. It is a convenience for
+// tests and small prompts.
+func String(n Node) string {
+	r := renderer{}
+	return string(r.renderNode(nil, n))
+}
+
+// Write renders n with no budget to w, returning any write error.
+func Write(w io.Writer, n Node) error {
+	r := renderer{}
+	buf := r.renderNode(nil, n)
+	if r.err != nil {
+		return r.err
+	}
+	_, err := w.Write(buf)
+	return err
+}
+
+// Write renders n and writes it to w. Partial output is never written: the
+// text is complete before the first byte goes out.
+func (rd *Renderer) Write(w io.Writer, n Node) (Report, error) {
+	res, err := rd.Render(n)
+	if err != nil {
+		var over *OverBudgetError
+		if !errors.As(err, &over) {
+			return res.Report, err
+		}
+	}
+	if _, werr := io.WriteString(w, res.Text); werr != nil {
+		return res.Report, werr
+	}
+	return res.Report, err
+}
+
+// Render renders n. With a budget, scopes are dropped lowest priority first
+// (the later of two equal ones first) until the text fits; the cutoff is found
+// by searching over the drop order, guided by each scope's token count, so a
+// render costs a few passes rather than one per scope. A truncatable scope
+// that would be the last one dropped is cut at a line boundary instead. If
+// the text cannot fit, Render returns it anyway with an *OverBudgetError.
+func (rd *Renderer) Render(n Node) (Result, error) {
+	if rd.hasBudget && rd.budget <= 0 {
+		return Result{}, fmt.Errorf("%w (got %d)", ErrBadBudget, rd.budget)
+	}
+	if !rd.hasBudget {
+		text, recs, err := rd.pass(n, nil)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Text: text, Report: rd.report(text, recs, nil, nil)}, nil
+	}
+	if rd.counter == nil {
+		return Result{}, errors.New("md: a budget needs a token counter")
+	}
+	return rd.solve(n)
+}
+
+func (rd *Renderer) pass(n Node, p *plan) (string, []rec, error) {
+	r := renderer{plan: p, counter: rd.counter}
+	buf := r.renderNode(nil, n)
+	return string(buf), r.recs, r.err
+}
+
+type attempt struct {
+	text   string
+	recs   []rec
+	tokens int
+}
+
+func (rd *Renderer) solve(n Node) (Result, error) {
+	p := newPlan(n)
+	c := rd.counter
+	budget := rd.budget
+	tries := map[int]attempt{}
+	try := func(k int) (attempt, error) {
+		if a, ok := tries[k]; ok {
+			return a, nil
+		}
+		p.setCut(k)
+		text, recs, err := rd.pass(n, p)
+		if err != nil {
+			return attempt{}, err
+		}
+		a := attempt{text: text, recs: recs, tokens: c.Count(text)}
+		tries[k] = a
+		return a, nil
+	}
+	full, err := try(0)
+	if err != nil {
+		return Result{}, err
+	}
+	// Each scope's cost when nothing is dropped: the estimate's input and the
+	// report's figure for scopes that end up dropped.
+	cost := make([]int, len(p.scopes))
+	for _, rc := range full.recs {
+		if rc.idx >= 0 {
+			cost[rc.idx] = c.Count(rc.text)
+		}
+	}
+	finish := func(k int, a attempt) (Result, error) {
+		p.setCut(k)
+		res := Result{Text: a.text, Report: rd.report(a.text, a.recs, p, cost)}
+		res.Report.Tokens = a.tokens
+		if a.tokens > budget {
+			return res, &OverBudgetError{Tokens: a.tokens, Budget: budget}
+		}
+		return res, nil
+	}
+	if full.tokens <= budget {
+		return finish(0, full)
+	}
+	nOrder := len(p.order)
+	if nOrder == 0 {
+		return finish(0, full)
+	}
+
+	// Guess the cutoff from the costs, then confirm with exact counts: tokens
+	// are nearly additive, so the guess is usually right or one step off.
+	k := p.estimate(cost, full.tokens, budget)
+	best, err := try(k)
+	if err != nil {
+		return Result{}, err
+	}
+	lo, hi := 0, k // f(lo) is over budget, f(hi) fits
+	if best.tokens > budget {
+		lo, hi = k, -1
+		for step := 1; lo < nOrder; step *= 2 {
+			next := min(lo+step, nOrder)
+			a, err := try(next)
+			if err != nil {
+				return Result{}, err
+			}
+			if a.tokens <= budget {
+				hi, best = next, a
+				break
+			}
+			lo = next
+		}
+		if hi < 0 {
+			return finish(nOrder, tries[nOrder])
+		}
+	} else if hi-1 > lo {
+		a, err := try(hi - 1)
+		if err != nil {
+			return Result{}, err
+		}
+		if a.tokens <= budget {
+			hi, best = hi-1, a
+		} else {
+			lo = hi - 1
+		}
+	}
+	for hi-lo > 1 {
+		m := (lo + hi) / 2
+		a, err := try(m)
+		if err != nil {
+			return Result{}, err
+		}
+		if a.tokens <= budget {
+			hi, best = m, a
+		} else {
+			lo = m
+		}
+	}
+
+	// The last scope dropped may be cut instead, if it is truncatable.
+	if d := p.order[hi-1]; p.scopes[d].s.Truncatable && !p.ancestorDropped(d, hi-1) {
+		over := tries[hi-1].tokens - budget
+		limit := cost[d] - over - 2
+		for attemptN := 0; attemptN < 3 && limit > 0; attemptN++ {
+			p.setCut(hi - 1)
+			p.trunc = map[int]int{d: limit}
+			text, recs, err := rd.pass(n, p)
+			if err != nil {
+				return Result{}, err
+			}
+			t := c.Count(text)
+			if t <= budget {
+				p.trunc = nil
+				p.cutAt, p.truncated = hi-1, d
+				res := Result{Text: text, Report: rd.report(text, recs, p, cost)}
+				res.Report.Tokens = t
+				return res, nil
+			}
+			limit -= t - budget + 2
+		}
+		p.trunc = nil
+	}
+	return finish(hi, best)
+}
+
+// report builds the report of a finished render.
+func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report {
+	rep := Report{Sections: []Entry{}}
+	if rd.hasBudget {
+		b := rd.budget
+		rep.Budget = &b
+	}
+	count := func(s string) int {
+		if rd.counter == nil {
+			return 0
+		}
+		return rd.counter.Count(s)
+	}
+	rep.Tokens = count(text)
+	cursor := 0
+	locate := func(e *Entry, t string) {
+		e.Start, e.End = -1, -1
+		if t == "" {
+			return
+		}
+		if i := strings.Index(text[cursor:], t); i >= 0 {
+			e.Start, e.End = cursor+i, cursor+i+len(t)
+			cursor = e.Start
+		}
+	}
+	entry := func(s *Scope) Entry {
+		e := Entry{Name: s.Name, Sources: append([]string{}, s.Sources...)}
+		if e.Name == "" {
+			e.Name = label(s)
+		}
+		if s.Prioritized {
+			pr := s.Priority
+			e.Priority = &pr
+		}
+		return e
+	}
+	if p == nil {
+		for _, rc := range recs {
+			if rc.scope.Name == "" && rc.cut == nil {
+				continue
+			}
+			e := entry(rc.scope)
+			e.Tokens, e.Status = count(rc.text), Kept
+			if rc.cut != nil {
+				e.Status, e.Reason = Truncated, cutReason(rc.cut, rc.scope.MaxTokens)
+			}
+			locate(&e, rc.text)
+			rep.Sections = append(rep.Sections, e)
+		}
+		return rep
+	}
+	rendered := make(map[int]rec, len(recs))
+	for _, rc := range recs {
+		if rc.idx >= 0 {
+			rendered[rc.idx] = rc
+		}
+	}
+	for idx, si := range p.scopes {
+		rc, ok := rendered[idx]
+		direct := p.isDropped(idx)
+		if si.s.Name == "" && ok && rc.cut == nil {
+			continue
+		}
+		e := entry(si.s)
+		switch {
+		case ok:
+			e.Tokens, e.Status = count(rc.text), Kept
+			if rc.cut != nil {
+				e.Status = Truncated
+				if idx == p.truncated && p.cutAt >= 0 {
+					e.Reason = fmt.Sprintf("cut by %d lines (%d tokens) to fit the budget of %d tokens", rc.cut.Lines, rc.cut.Tokens, rd.budget)
+				} else {
+					e.Reason = cutReason(rc.cut, si.s.MaxTokens)
+				}
+			}
+			locate(&e, rc.text)
+		case direct:
+			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
+			e.Reason = fmt.Sprintf("priority %d, among the lowest, dropped to fit the budget of %d tokens", si.s.Priority, rd.budget)
+		default:
+			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
+			e.Reason = "left out with the scope around it"
+			for a := si.parent; a >= 0; a = p.scopes[a].parent {
+				if p.isDropped(a) {
+					e.Reason = fmt.Sprintf("inside %q, which was dropped", p.scopes[a].s.Name)
+					break
+				}
+			}
+		}
+		rep.Sections = append(rep.Sections, e)
+	}
+	return rep
+}
+
+func cutReason(c *cutInfo, own int) string {
+	if own > 0 {
+		return fmt.Sprintf("cut by %d lines (%d tokens) to its own limit of %d tokens", c.Lines, c.Tokens, own)
+	}
+	return fmt.Sprintf("cut by %d lines (%d tokens)", c.Lines, c.Tokens)
+}
+
+// plan is the set of scopes in a tree, in render order, and which of them
+// the current pass drops or cuts.
+type plan struct {
+	scopes    []scopeInfo
+	index     map[*Scope]int
+	order     []int // prioritised scopes, first to drop first
+	drop      []bool
+	trunc     map[int]int // scope → token limit for this pass
+	cutAt     int         // final cut when a scope was truncated, else -1
+	truncated int         // that scope, else -1
+}
+
+type scopeInfo struct {
+	s      *Scope
+	parent int
+	size   int // scopes inside it
+}
+
+func newPlan(n Node) *plan {
+	p := &plan{index: map[*Scope]int{}, cutAt: -1, truncated: -1}
+	p.walk(n, -1)
+	p.drop = make([]bool, len(p.scopes))
+	for i, si := range p.scopes {
+		if si.s.Prioritized {
+			p.order = append(p.order, i)
+		}
+	}
+	sort.SliceStable(p.order, func(a, b int) bool {
+		pa, pb := p.scopes[p.order[a]].s.Priority, p.scopes[p.order[b]].s.Priority
+		if pa != pb {
+			return pa < pb
+		}
+		return p.order[a] > p.order[b] // the later one goes first
+	})
+	return p
+}
+
+func (p *plan) walk(n Node, parent int) {
+	switch n := n.(type) {
+	case nil:
+	case Group:
+		for _, c := range n {
+			p.walk(c, parent)
+		}
+	case *Scope:
+		if n == nil {
+			return
+		}
+		idx := len(p.scopes)
+		p.scopes = append(p.scopes, scopeInfo{s: n, parent: parent})
+		if _, seen := p.index[n]; !seen {
+			p.index[n] = idx
+		}
+		for _, c := range n.Children {
+			p.walk(c, idx)
+		}
+		p.scopes[idx].size = len(p.scopes) - idx - 1
+	case *Block:
+		if n != nil {
+			p.walkAll(n.Children, parent)
+		}
+	case *Heading:
+		if n != nil {
+			p.walkAll(n.Children, parent)
+		}
+	case *Wrap:
+		if n != nil {
+			p.walkAll(n.Children, parent)
+		}
+	case *LinkNode:
+		if n != nil {
+			p.walk(n.Text, parent)
+		}
+	case *List:
+		if n != nil {
+			p.walkAll(n.Items, parent)
+		}
+	case *TitledList:
+		if n != nil {
+			p.walk(n.Title, parent)
+			items, _ := n.shown()
+			p.walkAll(items, parent)
+		}
+	case *XMLElement:
+		if n != nil {
+			p.walkAll(n.Children, parent)
+		}
+	case *QuoteBlock:
+		if n != nil {
+			p.walkAll(n.Children, parent)
+		}
+	case *Table:
+		if n != nil {
+			p.walkAll(n.Header, parent)
+			for _, row := range n.Rows {
+				p.walkAll(row, parent)
+			}
+		}
+	case *Section:
+		if n != nil {
+			p.walk(n.Heading, parent)
+			p.walkAll(n.Body, parent)
+		}
+	}
+}
+
+func (p *plan) walkAll(ns []Node, parent int) {
+	for _, c := range ns {
+		p.walk(c, parent)
+	}
+}
+
+// indexOf finds s, trying the expected position first.
+func (p *plan) indexOf(s *Scope, next int) int {
+	if next < len(p.scopes) && p.scopes[next].s == s {
+		return next
+	}
+	if i, ok := p.index[s]; ok {
+		return i
+	}
+	return -1
+}
+
+func (p *plan) isDropped(idx int) bool { return idx >= 0 && p.drop[idx] }
+
+func (p *plan) setCut(k int) {
+	clear(p.drop)
+	for _, idx := range p.order[:k] {
+		p.drop[idx] = true
+	}
+}
+
+// ancestorDropped reports whether a scope around idx is among the first k
+// scopes of the drop order.
+func (p *plan) ancestorDropped(idx, k int) bool {
+	inFirst := make(map[int]bool, k)
+	for _, o := range p.order[:k] {
+		inFirst[o] = true
+	}
+	for a := p.scopes[idx].parent; a >= 0; a = p.scopes[a].parent {
+		if inFirst[a] {
+			return true
+		}
+	}
+	return false
+}
+
+// estimate returns the smallest cut whose text, by adding up scope costs,
+// should fit the budget.
+func (p *plan) estimate(cost []int, total, budget int) int {
+	saved := make([]int, len(p.scopes))
+	removed := make([]bool, len(p.scopes))
+	est := total
+	for k, idx := range p.order {
+		if est <= budget {
+			return k
+		}
+		covered := false
+		for a := p.scopes[idx].parent; a >= 0; a = p.scopes[a].parent {
+			if removed[a] {
+				covered = true
+				break
+			}
+		}
+		if covered {
+			continue
+		}
+		gain := cost[idx] - saved[idx] + 1 // +1 for its separator
+		removed[idx] = true
+		est -= gain
+		for a := p.scopes[idx].parent; a >= 0; a = p.scopes[a].parent {
+			saved[a] += gain
+		}
+	}
+	return len(p.order)
+}

@@ -1,0 +1,593 @@
+package md
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// renderer holds the state of one render pass. The tree itself is never
+// written to, so passes may run concurrently over one tree.
+type renderer struct {
+	sep     string // separator inherited by groups and scopes
+	inXML   bool
+	plan    *plan // nil when nothing is to be dropped or cut
+	next    int   // index of the next scope in plan order
+	offPlan int   // >0 while rendering notices, which are not in the plan
+	dropped int   // scopes dropped so far, for notices
+	recs    []rec
+	counter Counter
+	scratch []byte
+	err     error
+}
+
+// rec is what one scope rendered to. Records are kept in document order.
+type rec struct {
+	scope *Scope
+	idx   int // plan index, -1 without a plan
+	text  string
+	cut   *cutInfo
+}
+
+func (r *renderer) renderNode(buf []byte, n Node) []byte {
+	if n == nil {
+		return buf
+	}
+	return n.render(r, buf)
+}
+
+// join writes children separated by sep, skipping every child that renders
+// nothing, together with its separator.
+func (r *renderer) join(buf []byte, children []Node, sep string) []byte {
+	wrote := false
+	for _, c := range children {
+		buf, wrote = r.joinOne(buf, c, sep, wrote)
+	}
+	return buf
+}
+
+func (r *renderer) joinOne(buf []byte, c Node, sep string, wrote bool) ([]byte, bool) {
+	switch n := c.(type) {
+	case nil:
+		return buf, wrote
+	case Group:
+		for _, cc := range n {
+			buf, wrote = r.joinOne(buf, cc, sep, wrote)
+		}
+		return buf, wrote
+	}
+	mark := len(buf)
+	if wrote {
+		buf = append(buf, sep...)
+	}
+	at := len(buf)
+	saved := r.sep
+	r.sep = sep
+	buf = c.render(r, buf)
+	r.sep = saved
+	if len(buf) == at {
+		return buf[:mark], wrote
+	}
+	return buf, true
+}
+
+// text appends workspace text: valid UTF-8 always, escaped inside XML.
+func (r *renderer) text(buf []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if !r.inXML {
+		return append(buf, s...)
+	}
+	return appendEscaped(buf, s)
+}
+
+func appendEscaped(buf []byte, s string) []byte {
+	last := 0
+	for i := 0; i < len(s); i++ {
+		var esc string
+		switch s[i] {
+		case '&':
+			esc = "&amp;"
+		case '<':
+			esc = "&lt;"
+		case '>':
+			esc = "&gt;"
+		case '"':
+			esc = "&quot;"
+		case '\'':
+			esc = "&apos;"
+		default:
+			continue
+		}
+		buf = append(buf, s[last:i]...)
+		buf = append(buf, esc...)
+		last = i + 1
+	}
+	return append(buf, s[last:]...)
+}
+
+// transform rewrites buf[from:] line by line: first is put before the first
+// line, rest before every later line, and blank before blank lines (which
+// get no indent, so no trailing spaces appear).
+func (r *renderer) transform(buf []byte, from int, first, rest, blank string) []byte {
+	r.scratch = append(r.scratch[:0], buf[from:]...)
+	buf = buf[:from]
+	region := r.scratch
+	for i := 0; ; i++ {
+		nl := bytes.IndexByte(region, '\n')
+		line := region
+		if nl >= 0 {
+			line = region[:nl]
+		}
+		switch {
+		case i == 0:
+			if len(line) == 0 && first != "" {
+				buf = append(buf, strings.TrimRight(first, " \t")...)
+			} else {
+				buf = append(buf, first...)
+			}
+		case len(line) == 0:
+			buf = append(buf, blank...)
+		default:
+			buf = append(buf, rest...)
+		}
+		buf = append(buf, line...)
+		if nl < 0 {
+			break
+		}
+		buf = append(buf, '\n')
+		region = region[nl+1:]
+	}
+	return buf
+}
+
+func (t Text) render(r *renderer, buf []byte) []byte { return r.text(buf, string(t)) }
+
+func (t Raw) render(r *renderer, buf []byte) []byte {
+	s := string(t)
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return append(buf, s...)
+}
+
+func (g Group) render(r *renderer, buf []byte) []byte { return r.join(buf, g, r.sep) }
+
+func (b *Block) render(r *renderer, buf []byte) []byte {
+	if b == nil {
+		return buf
+	}
+	start := len(buf)
+	buf = r.join(buf, b.Children, b.Sep)
+	if len(buf) == start {
+		return buf
+	}
+	if b.Prefix != "" || b.Indent != "" {
+		buf = r.transform(buf, start, b.Indent+b.Prefix, b.Indent, "")
+	}
+	return buf
+}
+
+func (h *Heading) render(r *renderer, buf []byte) []byte {
+	if h == nil {
+		return buf
+	}
+	level := min(max(h.Level, 1), 6)
+	start := len(buf)
+	buf = append(buf, "######"[:level]...)
+	buf = append(buf, ' ')
+	at := len(buf)
+	buf = r.join(buf, h.Children, "")
+	if len(buf) == at {
+		return buf[:start]
+	}
+	for i := at; i < len(buf); i++ { // a heading is one line
+		if buf[i] == '\n' {
+			buf[i] = ' '
+		}
+	}
+	return buf
+}
+
+func (w *Wrap) render(r *renderer, buf []byte) []byte {
+	if w == nil {
+		return buf
+	}
+	start := len(buf)
+	buf = append(buf, w.Open...)
+	at := len(buf)
+	buf = r.join(buf, w.Children, "")
+	if len(buf) == at {
+		return buf[:start]
+	}
+	return append(buf, w.Close...)
+}
+
+func (c InlineCode) render(r *renderer, buf []byte) []byte {
+	s := string(c)
+	if s == "" {
+		return buf
+	}
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	pad := strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`")
+	buf = append(buf, fence...)
+	if pad {
+		buf = append(buf, ' ')
+	}
+	buf = r.text(buf, s)
+	if pad {
+		buf = append(buf, ' ')
+	}
+	return append(buf, fence...)
+}
+
+func (l *LinkNode) render(r *renderer, buf []byte) []byte {
+	if l == nil {
+		return buf
+	}
+	start := len(buf)
+	buf = append(buf, '[')
+	at := len(buf)
+	buf = r.renderNode(buf, l.Text)
+	if len(buf) == at {
+		buf = r.text(buf, l.Href)
+	}
+	buf = append(buf, "]("...)
+	if strings.ContainsAny(l.Href, " ()<>") {
+		buf = append(buf, '<')
+		buf = r.text(buf, strings.NewReplacer("<", "%3C", ">", "%3E").Replace(l.Href))
+		buf = append(buf, '>')
+	} else {
+		buf = r.text(buf, l.Href)
+	}
+	if l.Href == "" && len(buf) == at+3 {
+		return buf[:start]
+	}
+	return append(buf, ')')
+}
+
+func (c *CodeBlock) render(r *renderer, buf []byte) []byte {
+	if c == nil {
+		return buf
+	}
+	longest, run := 0, 0
+	for i := 0; i < len(c.Code); i++ {
+		if c.Code[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	buf = append(buf, fence...)
+	buf = r.text(buf, strings.ReplaceAll(c.Info, "\n", " "))
+	buf = append(buf, '\n')
+	if code := strings.TrimSuffix(c.Code, "\n"); code != "" || c.Code != "" {
+		buf = r.text(buf, code)
+		buf = append(buf, '\n')
+	}
+	return append(buf, fence...)
+}
+
+func (l *List) render(r *renderer, buf []byte) []byte {
+	if l == nil {
+		return buf
+	}
+	start := len(buf)
+	if start > 0 && buf[start-1] != '\n' {
+		buf = append(buf, '\n') // a list never runs on from inline text
+	}
+	listStart := len(buf)
+	number, wrote, markerWidth := 0, false, 2
+	var walk func(items []Node)
+	walk = func(items []Node) {
+		for _, it := range items {
+			switch n := it.(type) {
+			case nil:
+				continue
+			case Group:
+				walk(n)
+				continue
+			case *List:
+				mark := len(buf)
+				if wrote {
+					buf = append(buf, '\n')
+				}
+				at := len(buf)
+				buf = n.render(r, buf)
+				if len(buf) == at {
+					buf = buf[:mark]
+					continue
+				}
+				pad := strings.Repeat(" ", markerWidth)
+				buf = r.transform(buf, at, pad, pad, "")
+				wrote = true
+				continue
+			}
+			mark := len(buf)
+			if wrote {
+				buf = append(buf, '\n')
+			}
+			at := len(buf)
+			saved := r.sep
+			r.sep = ""
+			buf = it.render(r, buf)
+			r.sep = saved
+			if len(buf) == at {
+				buf = buf[:mark]
+				continue
+			}
+			number++
+			marker := "- "
+			if l.Ordered {
+				marker = strconv.Itoa(number) + ". "
+			}
+			markerWidth = len(marker)
+			buf = r.transform(buf, at, marker, strings.Repeat(" ", len(marker)), "")
+			wrote = true
+		}
+	}
+	walk(l.Items)
+	if len(buf) == listStart {
+		return buf[:start]
+	}
+	return buf
+}
+
+// visibleItems flattens groups and drops nil items, so that TitledList
+// counts the items a reader would count.
+func visibleItems(items []Node, out []Node) []Node {
+	for _, it := range items {
+		switch n := it.(type) {
+		case nil:
+		case Group:
+			out = visibleItems(n, out)
+		default:
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func (t *TitledList) shown() (items []Node, more int) {
+	items = visibleItems(t.Items, nil)
+	if t.Max > 0 && len(items) > t.Max {
+		return items[:t.Max], len(items) - t.Max
+	}
+	return items, 0
+}
+
+func (t *TitledList) render(r *renderer, buf []byte) []byte {
+	if t == nil {
+		return buf
+	}
+	items, more := t.shown()
+	start := len(buf)
+	if t.Title != nil {
+		buf = r.renderNode(buf, t.Title)
+		if len(buf) > start {
+			buf = append(buf, ':')
+		}
+	}
+	at := len(buf)
+	buf = (&List{Items: items}).render(r, buf)
+	if len(buf) == at {
+		return buf[:start]
+	}
+	if more > 0 {
+		buf = append(buf, "\n…("...)
+		buf = strconv.AppendInt(buf, int64(more), 10)
+		buf = append(buf, " more)"...)
+	}
+	return buf
+}
+
+func (x *XMLElement) render(r *renderer, buf []byte) []byte {
+	if x == nil {
+		return buf
+	}
+	start := len(buf)
+	buf = append(buf, '<')
+	buf = append(buf, x.Tag...)
+	for _, a := range x.Attrs {
+		buf = append(buf, ' ')
+		buf = append(buf, a.Name...)
+		buf = append(buf, `="`...)
+		v := a.Value
+		if !utf8.ValidString(v) {
+			v = strings.ToValidUTF8(v, "\uFFFD")
+		}
+		buf = appendEscaped(buf, v)
+		buf = append(buf, '"')
+	}
+	tagEnd := len(buf)
+	buf = append(buf, '>')
+	at := len(buf)
+	saved := r.inXML
+	r.inXML = true
+	buf = r.join(buf, x.Children, "\n")
+	r.inXML = saved
+	switch {
+	case len(buf) == at:
+		buf = append(buf[:tagEnd], "/>"...)
+		return buf
+	case bytes.IndexByte(buf[at:], '\n') < 0:
+	default:
+		buf = r.transform(buf, at, "\n  ", "  ", "")
+		buf = append(buf, '\n')
+	}
+	buf = append(buf, "</"...)
+	buf = append(buf, x.Tag...)
+	buf = append(buf, '>')
+	_ = start
+	return buf
+}
+
+func (q *QuoteBlock) render(r *renderer, buf []byte) []byte {
+	if q == nil {
+		return buf
+	}
+	start := len(buf)
+	buf = r.join(buf, q.Children, "\n\n")
+	if len(buf) == start {
+		return buf
+	}
+	return r.transform(buf, start, "> ", "> ", ">")
+}
+
+func (t *Table) render(r *renderer, buf []byte) []byte {
+	if t == nil || (len(t.Header) == 0 && len(t.Rows) == 0) {
+		return buf
+	}
+	cols := len(t.Header)
+	for _, row := range t.Rows {
+		cols = max(cols, len(row))
+	}
+	row := func(cells []Node) {
+		buf = append(buf, '|')
+		for i := 0; i < cols; i++ {
+			buf = append(buf, ' ')
+			if i < len(cells) {
+				at := len(buf)
+				buf = r.renderNode(buf, cells[i])
+				buf = escapeCell(buf, at)
+			}
+			buf = append(buf, " |"...)
+		}
+	}
+	row(t.Header)
+	buf = append(buf, "\n|"...)
+	for i := 0; i < cols; i++ {
+		buf = append(buf, " --- |"...)
+	}
+	for _, cells := range t.Rows {
+		buf = append(buf, '\n')
+		row(cells)
+	}
+	return buf
+}
+
+// escapeCell makes buf[from:] safe inside one table cell.
+func escapeCell(buf []byte, from int) []byte {
+	cell := string(buf[from:])
+	if !strings.ContainsAny(cell, "|\n") {
+		return buf
+	}
+	cell = strings.ReplaceAll(cell, "|", `\|`)
+	cell = strings.ReplaceAll(cell, "\n", " ")
+	return append(buf[:from], cell...)
+}
+
+func (s *Section) render(r *renderer, buf []byte) []byte {
+	if s == nil {
+		return buf
+	}
+	start := len(buf)
+	buf = r.renderNode(buf, s.Heading)
+	headEnd := len(buf)
+	if headEnd > start {
+		buf = append(buf, "\n\n"...)
+	}
+	at := len(buf)
+	buf = r.join(buf, s.Body, "\n\n")
+	if len(buf) == at {
+		return buf[:start]
+	}
+	return buf
+}
+
+func (f FuncNode) render(r *renderer, buf []byte) []byte {
+	if f == nil {
+		return buf
+	}
+	w := appendWriter{buf: buf}
+	if err := f(&w); err != nil && r.err == nil {
+		r.err = err
+	}
+	return w.buf
+}
+
+type appendWriter struct{ buf []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	return len(p), nil
+}
+
+func (s *Scope) render(r *renderer, buf []byte) []byte {
+	if s == nil {
+		return buf
+	}
+	idx := -1
+	if r.plan != nil && r.offPlan == 0 {
+		idx = r.plan.indexOf(s, r.next)
+		if idx >= 0 {
+			r.next = idx + 1
+		}
+		if r.plan.isDropped(idx) {
+			r.next += r.plan.scopes[idx].size
+			r.dropped++
+			if s.Instead != nil {
+				r.offPlan++
+				buf = r.renderNode(buf, s.Instead)
+				r.offPlan--
+			}
+			return buf
+		}
+	}
+	slot := -1
+	if r.offPlan == 0 {
+		slot = len(r.recs)
+		r.recs = append(r.recs, rec{scope: s, idx: idx})
+	}
+	start := len(buf)
+	sep := r.sep
+	droppedBefore := r.dropped
+	buf = r.join(buf, s.Children, sep)
+	if s.Notice != nil && len(buf) > start && r.dropped > droppedBefore {
+		r.offPlan++
+		buf, _ = r.joinOne(buf, s.Notice(r.dropped-droppedBefore), sep, true)
+		r.offPlan--
+	}
+	var cut *cutInfo
+	if s.Truncatable && len(buf) > start {
+		limit := s.MaxTokens
+		if r.plan != nil && idx >= 0 {
+			if l, ok := r.plan.trunc[idx]; ok && (limit == 0 || l < limit) {
+				limit = l
+			}
+		}
+		if limit > 0 && r.counter != nil {
+			text := string(buf[start:])
+			if r.counter.Count(text) > limit {
+				out, info := cutLines(text, limit, r.counter, label(s))
+				buf = append(buf[:start], out...)
+				cut = &info
+			}
+		}
+	}
+	if slot >= 0 {
+		r.recs[slot].text = string(buf[start:])
+		r.recs[slot].cut = cut
+	}
+	return buf
+}
+
+func label(s *Scope) string {
+	if len(s.Sources) > 0 {
+		return s.Sources[0]
+	}
+	return s.Name
+}
