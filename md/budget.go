@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync/atomic"
 )
 
 // Counter counts tokens. The tokens package provides exact counters; md
@@ -72,6 +73,7 @@ type Renderer struct {
 	counter   Counter
 	budget    int
 	hasBudget bool
+	sizeHint  atomic.Int64 // length of the last output, to size the next buffer
 }
 
 // Option configures a [Renderer].
@@ -153,8 +155,9 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 }
 
 func (rd *Renderer) pass(n Node, p *plan) (string, []rec, error) {
-	r := renderer{plan: p, counter: rd.counter}
-	buf := r.renderNode(nil, n)
+	r := renderer{plan: p, counter: rd.counter, record: true}
+	buf := r.renderNode(make([]byte, 0, rd.sizeHint.Load()+64), n)
+	rd.sizeHint.Store(int64(len(buf)))
 	return string(buf), r.recs, r.err
 }
 

@@ -16,6 +16,7 @@ type renderer struct {
 	next    int   // index of the next scope in plan order
 	offPlan int   // >0 while rendering notices, which are not in the plan
 	dropped int   // scopes dropped so far, for notices
+	record  bool // keep a rec per scope, for the report
 	recs    []rec
 	counter Counter
 	scratch []byte
@@ -548,7 +549,7 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		}
 	}
 	slot := -1
-	if r.offPlan == 0 {
+	if r.record && r.offPlan == 0 {
 		slot = len(r.recs)
 		r.recs = append(r.recs, rec{scope: s, idx: idx})
 	}
