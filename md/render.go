@@ -16,7 +16,7 @@ type renderer struct {
 	next    int   // index of the next scope in plan order
 	offPlan int   // >0 while rendering notices, which are not in the plan
 	dropped int   // scopes dropped so far, for notices
-	record  bool // keep a rec per scope, for the report
+	record  bool  // keep a rec per scope, for the report
 	recs    []rec
 	counter Counter
 	scratch []byte
