@@ -1,0 +1,675 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+)
+
+// ConfigFile is where a workspace keeps its configuration.
+const ConfigFile = "loom.yaml"
+
+// The presets loom can render.
+const (
+	PresetAssistant = "assistant"
+	PresetAnalyst   = "analyst"
+)
+
+// Config is a workspace's loom.yaml. Every field is optional; see
+// testdata/config/full.yaml for the documented example. A zero string, slice
+// or number means "not set" unless its comment says otherwise; a nil *bool
+// means "not set", so that false can be told apart from the default.
+type Config struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	Emoji       string `yaml:"emoji"`
+
+	// Preset is "assistant" or "analyst". LoadConfig always fills it: from
+	// loom.yaml when given there, otherwise from [DetectPreset].
+	Preset string `yaml:"preset"`
+
+	// Encoding is a tokenizer name (o200k_base, cl100k_base, chars4) and
+	// Model a model name whose encoding the tokens package knows. Encoding
+	// wins when both are given; "" leaves the choice to the caller.
+	Encoding string `yaml:"encoding"`
+	Model    string `yaml:"model"`
+
+	Budget Budget `yaml:"budget"`
+
+	// Timezone is an IANA zone name, checked when the prompt is rendered;
+	// "" means UTC.
+	Timezone string `yaml:"timezone"`
+
+	// Disable names sections to leave out of the prompt.
+	Disable []string `yaml:"disable"`
+
+	Runtime Runtime `yaml:"runtime"`
+
+	// Tools names the tools the agent has; tool-specific prompt rules are
+	// kept only for those. Nil means every rule is kept.
+	Tools []string `yaml:"tools"`
+
+	// MaxFileSize caps every file read from the workspace, in bytes.
+	MaxFileSize int64 `yaml:"max_file_size"`
+
+	Skills    SkillsConfig    `yaml:"skills"`
+	Memory    MemoryConfig    `yaml:"memory"`
+	Overrides OverridesConfig `yaml:"overrides"`
+	LLM       LLMConfig       `yaml:"llm"`
+
+	// File is the workspace-relative file the config came from, or "" for
+	// defaults.
+	File string `yaml:"-"`
+
+	lines  map[string]int      // key path → line, for Line
+	values map[string]ast.Node // key path → value node, for type checks
+}
+
+// Budget holds token budgets. Zero means unlimited.
+type Budget struct {
+	Total int `yaml:"total"`
+	// Sections maps a section name (memory, skills, …) to its own cap.
+	Sections map[string]int `yaml:"sections"`
+}
+
+// Runtime configures the runtime part of the identity block.
+type Runtime struct {
+	Policy RuntimePolicy `yaml:"policy"`
+	// Placement is "before" or "after": where the runtime context goes
+	// relative to the user's text.
+	Placement string `yaml:"placement"`
+}
+
+// RuntimePolicy replaces the built-in platform policy text per OS family.
+// "" keeps loom's own text.
+type RuntimePolicy struct {
+	Windows string `yaml:"windows"`
+	POSIX   string `yaml:"posix"`
+}
+
+// SkillsConfig configures skill discovery.
+type SkillsConfig struct {
+	// Paths are extra workspace-relative folders searched for skills, after
+	// the standard skills/ and agent/skills/.
+	Paths []string `yaml:"paths"`
+	// AbsolutePaths shows skill locations as absolute paths in the prompt
+	// instead of workspace-relative ones. Nil means false.
+	AbsolutePaths *bool `yaml:"absolute_paths"`
+	// Debounce is how long a watcher waits for more file events before
+	// reloading. 0 reloads at once.
+	Debounce Duration `yaml:"debounce"`
+}
+
+// MemoryConfig configures structured memory.
+type MemoryConfig struct {
+	// Budget is the token cap of the memory section.
+	Budget int `yaml:"budget"`
+	// Categories, in priority order; nil means the memory package's
+	// defaults.
+	Categories []MemoryCategory `yaml:"categories"`
+	// ExcludeCurrentChat leaves memories taken from the current chat out of
+	// its own prompt. Nil means true.
+	ExcludeCurrentChat *bool `yaml:"exclude_current_chat"`
+	// DB is the memory database, relative to the workspace.
+	DB string `yaml:"db"`
+}
+
+// MemoryCategory is one configured kind of memory.
+type MemoryCategory struct {
+	Name  string `yaml:"name"`
+	Label string `yaml:"label"`
+}
+
+// OverridesConfig configures agent/prompts/*.md overrides.
+type OverridesConfig struct {
+	// Keep names default sections still appended after an override that
+	// replaces the whole prompt.
+	Keep []string `yaml:"keep"`
+}
+
+// LLMConfig configures the model used for memory extraction and
+// consolidation.
+type LLMConfig struct {
+	Provider      string              `yaml:"provider"` // "openai" or "anthropic"
+	BaseURL       string              `yaml:"base_url"`
+	Model         string              `yaml:"model"`
+	APIKeyEnv     string              `yaml:"api_key_env"` // name of the variable holding the key
+	Timeout       Duration            `yaml:"timeout"`
+	Extraction    ExtractionConfig    `yaml:"extraction"`
+	Consolidation ConsolidationConfig `yaml:"consolidation"`
+}
+
+// ExtractionConfig configures memory extraction after a turn.
+type ExtractionConfig struct {
+	// Enabled nil means: enabled when a provider is configured.
+	Enabled *bool `yaml:"enabled"`
+	// IncludeAssistant also shows the assistant's replies to the
+	// extractor. Nil means false.
+	IncludeAssistant *bool `yaml:"include_assistant"`
+}
+
+// ConsolidationConfig configures folding history into long-term memory.
+type ConsolidationConfig struct {
+	// Enabled nil means: enabled when a provider is configured.
+	Enabled *bool `yaml:"enabled"`
+	// ThresholdTokens is the history size that triggers consolidation.
+	ThresholdTokens int `yaml:"threshold_tokens"`
+}
+
+// Duration is a time.Duration written in loom.yaml as a Go duration string
+// such as "300ms" or "1m30s".
+type Duration time.Duration
+
+// Std returns d as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes d as a duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalYAML reads a duration string. A bare number is refused: its unit
+// would be a guess.
+func (d *Duration) UnmarshalYAML(node ast.Node) error {
+	s, ok := node.(*ast.StringNode)
+	if !ok {
+		return &nodeError{node.GetToken(), fmt.Sprintf("expected a duration such as \"300ms\", got %s", describe(node))}
+	}
+	v, err := time.ParseDuration(s.Value)
+	if err != nil {
+		return &nodeError{node.GetToken(), fmt.Sprintf("invalid duration %q (write it like \"300ms\" or \"2s\")", s.Value)}
+	}
+	if v < 0 {
+		return &nodeError{node.GetToken(), fmt.Sprintf("duration %q is negative", s.Value)}
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// nodeError is a value error found while decoding one node.
+type nodeError struct {
+	tok *token.Token
+	msg string
+}
+
+func (e *nodeError) Error() string { return e.msg }
+
+// Defaults that [DefaultConfig] fills in and [LoadConfig] keeps for keys
+// loom.yaml does not set.
+const (
+	DefaultMemoryBudget    = 1000
+	DefaultSkillsDebounce  = 300 * time.Millisecond
+	DefaultLLMTimeout      = 60 * time.Second
+	DefaultRuntimePosition = "before"
+)
+
+// DefaultConfig is the configuration of a workspace without loom.yaml,
+// before its preset is detected.
+func DefaultConfig() *Config {
+	return &Config{
+		MaxFileSize: DefaultMaxFileSize,
+		Runtime:     Runtime{Placement: DefaultRuntimePosition},
+		Skills:      SkillsConfig{Debounce: Duration(DefaultSkillsDebounce)},
+		Memory:      MemoryConfig{Budget: DefaultMemoryBudget},
+		LLM:         LLMConfig{Timeout: Duration(DefaultLLMTimeout)},
+	}
+}
+
+// ConfigError is a problem in loom.yaml. Its message is one line:
+// "loom.yaml:7: unknown field \"budgt\"".
+type ConfigError struct {
+	File string // workspace-relative
+	Line int    // 0 when unknown
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return e.File + ": " + e.Msg
+}
+
+// LoadConfig reads loom.yaml from ws. A missing file gives the defaults and
+// no error. Unknown keys, wrong types and invalid values are a
+// *ConfigError naming the line. The preset is detected when the file does
+// not name one.
+func LoadConfig(ws *Workspace) (*Config, error) {
+	f, err := ws.Load(ConfigFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		cfg := DefaultConfig()
+		cfg.Preset = DetectPreset(ws)
+		return cfg, nil
+	}
+	if err != nil {
+		return nil, &ConfigError{File: ConfigFile, Msg: RefusalMessage(err)}
+	}
+	cfg, err := ParseConfig(ConfigFile, []byte(f.Text))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Preset == "" {
+		cfg.Preset = DetectPreset(ws)
+	}
+	return cfg, nil
+}
+
+// DetectPreset chooses the preset of a workspace whose loom.yaml names
+// none: "analyst" when it has a databases/ or agent/ folder or a RULES.md
+// (the marks of a nao project), otherwise "assistant".
+func DetectPreset(ws *Workspace) string {
+	if ws.IsDir("databases") || ws.IsDir("agent") || ws.Exists("RULES.md") {
+		return PresetAnalyst
+	}
+	return PresetAssistant
+}
+
+// ParseConfig decodes and checks the text of a loom.yaml; name is used in
+// error messages. Keys it does not set keep their defaults, and Preset
+// stays "" when not given.
+func ParseConfig(name string, data []byte) (*Config, error) {
+	cfg := DefaultConfig()
+	cfg.File = name
+	cfg.lines, cfg.values = map[string]int{}, map[string]ast.Node{}
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, yamlError(name, err, nil, nil)
+	}
+	var body ast.Node
+	for _, doc := range file.Docs {
+		if doc == nil || doc.Body == nil {
+			continue
+		}
+		if body != nil {
+			return nil, &ConfigError{File: name, Line: line(doc.Body), Msg: "more than one YAML document"}
+		}
+		body = doc.Body
+	}
+	if body == nil { // empty or only comments
+		return cfg, nil
+	}
+	owners := map[*token.Token]string{}
+	index(body, "", cfg, owners)
+	switch unwrap(body).(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+	default:
+		return nil, &ConfigError{File: name, Line: line(body), Msg: fmt.Sprintf("expected a mapping of settings, got %s", describe(body))}
+	}
+	var raw Config
+	if err := yaml.NodeToValue(body, &raw, yaml.Strict()); err != nil {
+		return nil, yamlError(name, err, owners, cfg.lines)
+	}
+	raw.File, raw.lines, raw.values = name, cfg.lines, cfg.values
+	raw.fillDefaults(cfg)
+	if err := raw.validate(); err != nil {
+		return nil, err
+	}
+	return &raw, nil
+}
+
+// Line returns the line of a key in loom.yaml, written as a dotted path
+// with list indexes: "preset", "budget.sections.memory", "disable[2]". It
+// returns 0 for a key the file does not set. Callers use it to place
+// diagnostics about values only they can judge, such as section names.
+func (c *Config) Line(key string) int { return c.lines[key] }
+
+// lineNear is the line of key, or of its nearest parent that the file sets.
+func (c *Config) lineNear(key string) int {
+	for key != "" {
+		if n, ok := c.lines[key]; ok {
+			return n
+		}
+		key = key[:max(strings.LastIndexAny(key, ".["), 0)]
+	}
+	return 0
+}
+
+// has reports whether loom.yaml sets key.
+func (c *Config) has(key string) bool { _, ok := c.lines[key]; return ok }
+
+// fillDefaults copies defaults from def into keys the file left unset.
+func (c *Config) fillDefaults(def *Config) {
+	if !c.has("max_file_size") {
+		c.MaxFileSize = def.MaxFileSize
+	}
+	if !c.has("runtime.placement") {
+		c.Runtime.Placement = def.Runtime.Placement
+	}
+	if !c.has("skills.debounce") {
+		c.Skills.Debounce = def.Skills.Debounce
+	}
+	if !c.has("memory.budget") {
+		c.Memory.Budget = def.Memory.Budget
+	}
+	if !c.has("llm.timeout") {
+		c.LLM.Timeout = def.LLM.Timeout
+	}
+}
+
+var (
+	sectionName = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	envName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// validate checks values that decode fine but mean nothing. Only keys the
+// file sets are checked, so defaults never fail.
+func (c *Config) validate() error {
+	var err error
+	fail := func(key, format string, args ...any) {
+		if err == nil {
+			err = &ConfigError{File: c.File, Line: c.lineNear(key), Msg: key + ": " + fmt.Sprintf(format, args...)}
+		}
+	}
+	oneOf := func(key, val string, allowed ...string) {
+		if c.has(key) && !slices.Contains(allowed, val) {
+			fail(key, "%q is not one of %s", val, strings.Join(allowed, ", "))
+		}
+	}
+	positive := func(key string, n int64) {
+		if _, isInt := c.values[key].(*ast.IntegerNode); c.has(key) && !isInt {
+			// go-yaml would quietly truncate 1.5 to 1
+			got := describe(c.values[key])
+			if f, ok := c.values[key].(*ast.FloatNode); ok {
+				got = f.GetToken().Value
+			}
+			fail(key, "expected a whole number, got %s", got)
+		} else if c.has(key) && n <= 0 {
+			fail(key, "must be a positive number, got %d", n)
+		}
+	}
+	names := func(key string, list []string) {
+		for i, s := range list {
+			if !sectionName.MatchString(s) {
+				fail(indexKey(key, i), "%q is not a section name (lowercase letters, digits, _ and -)", s)
+			}
+		}
+	}
+	nonEmpty := func(key, val string) {
+		if c.has(key) && strings.TrimSpace(val) == "" {
+			fail(key, "must not be empty")
+		}
+	}
+
+	oneOf("preset", c.Preset, PresetAssistant, PresetAnalyst)
+	oneOf("encoding", c.Encoding, "o200k_base", "cl100k_base", "chars4")
+	nonEmpty("model", c.Model)
+	positive("budget.total", int64(c.Budget.Total))
+	for _, k := range sortedKeys(c.Budget.Sections) {
+		key := "budget.sections." + k
+		if !sectionName.MatchString(k) {
+			fail(key, "%q is not a section name (lowercase letters, digits, _ and -)", k)
+		}
+		positive(key, int64(c.Budget.Sections[k]))
+	}
+	nonEmpty("timezone", c.Timezone)
+	names("disable", c.Disable)
+	oneOf("runtime.placement", c.Runtime.Placement, "before", "after")
+	for i, t := range c.Tools {
+		if strings.TrimSpace(t) == "" || strings.ContainsAny(t, " \t,") {
+			fail(indexKey("tools", i), "%q is not a tool name", t)
+		}
+	}
+	positive("max_file_size", c.MaxFileSize)
+	for i, p := range c.Skills.Paths {
+		key := indexKey("skills.paths", i)
+		switch {
+		case strings.TrimSpace(p) == "":
+			fail(key, "must not be empty")
+		case path.IsAbs(p) || strings.HasPrefix(p, `\`) || (len(p) > 1 && p[1] == ':'):
+			fail(key, "%q must be relative to the workspace", p)
+		case cleanRel(p) == ".." || strings.HasPrefix(cleanRel(p), "../"):
+			fail(key, "%q is outside the workspace", p)
+		}
+	}
+	positive("memory.budget", int64(c.Memory.Budget))
+	seen := map[string]bool{}
+	for i, cat := range c.Memory.Categories {
+		key := indexKey("memory.categories", i)
+		switch {
+		case !sectionName.MatchString(cat.Name):
+			fail(key+".name", "%q is not a category name (lowercase letters, digits, _ and -)", cat.Name)
+		case strings.TrimSpace(cat.Label) == "":
+			fail(key+".label", "category %q needs a label", cat.Name)
+		case seen[cat.Name]:
+			fail(key+".name", "category %q is listed twice", cat.Name)
+		}
+		seen[cat.Name] = true
+	}
+	nonEmpty("memory.db", c.Memory.DB)
+	names("overrides.keep", c.Overrides.Keep)
+	oneOf("llm.provider", c.LLM.Provider, "openai", "anthropic")
+	if c.has("llm.base_url") {
+		u, perr := url.Parse(c.LLM.BaseURL)
+		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			fail("llm.base_url", "%q is not an http or https URL", c.LLM.BaseURL)
+		}
+	}
+	nonEmpty("llm.model", c.LLM.Model)
+	if c.has("llm.api_key_env") && !envName.MatchString(c.LLM.APIKeyEnv) {
+		fail("llm.api_key_env", "%q is not an environment variable name", c.LLM.APIKeyEnv)
+	}
+	if c.has("llm.timeout") && c.LLM.Timeout <= 0 {
+		fail("llm.timeout", "must be longer than 0s")
+	}
+	positive("llm.consolidation.threshold_tokens", int64(c.LLM.Consolidation.ThresholdTokens))
+	return err
+}
+
+// UsesAbsolutePaths reports whether skill locations are shown as absolute
+// paths (default false).
+func (s SkillsConfig) UsesAbsolutePaths() bool { return s.AbsolutePaths != nil && *s.AbsolutePaths }
+
+// ExcludesCurrentChat reports whether memories from the current chat are
+// left out of its prompt (default true).
+func (m MemoryConfig) ExcludesCurrentChat() bool {
+	return m.ExcludeCurrentChat == nil || *m.ExcludeCurrentChat
+}
+
+// ExtractionEnabled reports whether memories are extracted after a turn:
+// as configured, or, when unset, whenever a provider is configured.
+func (l LLMConfig) ExtractionEnabled() bool {
+	if l.Extraction.Enabled != nil {
+		return *l.Extraction.Enabled
+	}
+	return l.Provider != ""
+}
+
+// ConsolidationEnabled is ExtractionEnabled for consolidation.
+func (l LLMConfig) ConsolidationEnabled() bool {
+	if l.Consolidation.Enabled != nil {
+		return *l.Consolidation.Enabled
+	}
+	return l.Provider != ""
+}
+
+// yamlError turns a go-yaml error into a one-line *ConfigError. The library's
+// own rendering spans several lines and quotes the source; loom reports
+// "file:line: message" like a compiler.
+func yamlError(name string, err error, owners map[*token.Token]string, lines map[string]int) error {
+	var (
+		tk  *token.Token
+		msg string
+	)
+	var ne *nodeError
+	var ye yaml.Error
+	switch {
+	case errors.As(err, &ne):
+		tk, msg = ne.tok, ne.msg
+	case errors.As(err, &ye):
+		tk, msg = ye.GetToken(), ye.GetMessage()
+		var (
+			te *yaml.TypeError
+			ue *yaml.UnexpectedNodeTypeError
+			de *yaml.DuplicateKeyError
+		)
+		switch {
+		case errors.As(err, &te):
+			msg = fmt.Sprintf("expected %s, got %s", kindName(te.DstType.String()), kindName(srcName(te)))
+		case errors.As(err, &ue):
+			msg = fmt.Sprintf("expected %s, got %s", nodeTypeName(ue.Expected), nodeTypeName(ue.Actual))
+		case errors.As(err, &de) && tk != nil:
+			msg = fmt.Sprintf("key %q is set twice", tk.Value)
+		}
+	default:
+		return &ConfigError{File: name, Msg: err.Error()}
+	}
+	ln := 0
+	if tk != nil {
+		ln = tk.Position.Line
+		// Name the key, and give its line: for a block value that is the
+		// line a reader looks at.
+		if key, ok := owners[tk]; ok && key != "" {
+			ln = lines[key]
+			msg = key + ": " + msg
+		}
+	}
+	msg = strings.Join(strings.Fields(msg), " ") // one line, whatever the library wrote
+	return &ConfigError{File: name, Line: ln, Msg: msg}
+}
+
+func nodeTypeName(t ast.NodeType) string {
+	switch t {
+	case ast.MappingType, ast.MappingValueType:
+		return "a mapping"
+	case ast.SequenceType:
+		return "a list"
+	case ast.StringType:
+		return "a string"
+	case ast.IntegerType:
+		return "a whole number"
+	case ast.FloatType:
+		return "a number"
+	case ast.BoolType:
+		return "true or false"
+	case ast.NullType:
+		return "nothing"
+	}
+	return "a " + strings.ToLower(t.String())
+}
+
+func srcName(te *yaml.TypeError) string {
+	if te.SrcType == nil {
+		return "nothing"
+	}
+	return te.SrcType.String()
+}
+
+// kindName turns a Go type into words a loom.yaml author knows.
+func kindName(t string) string {
+	t = strings.TrimPrefix(t, "*")
+	switch {
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
+		return "a whole number"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["), strings.HasPrefix(t, "workspace."):
+		return "a mapping"
+	}
+	return t
+}
+
+// index records the line of every key path under n (see [Config.Line]) and
+// which path each value node belongs to.
+func index(n ast.Node, key string, c *Config, owners map[*token.Token]string) {
+	n = unwrap(n)
+	if n == nil {
+		return
+	}
+	if _, ok := n.(*ast.MappingValueNode); !ok && key != "" {
+		c.values[key] = n
+	}
+	if _, ok := n.(*ast.MappingValueNode); !ok {
+		if tk := n.GetToken(); tk != nil {
+			if _, seen := owners[tk]; !seen { // a block mapping shares its first key's token
+				owners[tk] = key
+			}
+		}
+	}
+	switch n := n.(type) {
+	case *ast.MappingNode:
+		for _, mv := range n.Values {
+			index(mv, key, c, owners)
+		}
+	case *ast.MappingValueNode:
+		k := n.Key.GetToken().Value
+		if key != "" {
+			k = key + "." + k
+		}
+		c.lines[k] = line(n.Key)
+		index(n.Value, k, c, owners)
+	case *ast.SequenceNode:
+		for i, v := range n.Values {
+			k := indexKey(key, i)
+			c.lines[k] = line(v)
+			index(v, k, c, owners)
+		}
+	}
+}
+
+func unwrap(n ast.Node) ast.Node {
+	for {
+		switch v := n.(type) {
+		case *ast.TagNode:
+			n = v.Value
+		case *ast.AnchorNode:
+			n = v.Value
+		default:
+			return n
+		}
+	}
+}
+
+func indexKey(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" }
+
+func line(n ast.Node) int {
+	if n == nil || n.GetToken() == nil {
+		return 0
+	}
+	return n.GetToken().Position.Line
+}
+
+// describe names the kind of a YAML node for a message.
+func describe(n ast.Node) string {
+	switch unwrap(n).(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.IntegerNode, *ast.FloatNode:
+		return "a number"
+	case *ast.BoolNode:
+		return "true or false"
+	case *ast.NullNode:
+		return "nothing"
+	case *ast.StringNode:
+		return "a string"
+	}
+	return "a " + n.Type().String()
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
