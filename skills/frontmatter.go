@@ -1,0 +1,489 @@
+package skills
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/loomctx/loom/workspace"
+)
+
+// maxExpandedNodes bounds how large a frontmatter may grow once its YAML
+// aliases are expanded. A real frontmatter has a few dozen nodes; an alias
+// bomb ("billion laughs") has billions, and is refused before it is decoded.
+const maxExpandedNodes = 10_000
+
+// Requires is what a skill needs from the machine before it can be used.
+type Requires struct {
+	Bins []string `json:"bins,omitempty"` // executables that must be on PATH
+	Env  []string `json:"env,omitempty"`  // environment variables that must be set and non-empty
+}
+
+// Frontmatter is the parsed YAML header of a skill file.
+type Frontmatter struct {
+	Name          string         `json:"name,omitempty"`
+	Description   string         `json:"description,omitempty"`
+	License       string         `json:"license,omitempty"`
+	Compatibility string         `json:"compatibility,omitempty"`
+	AllowedTools  []string       `json:"allowed_tools,omitempty"`
+	Metadata      map[string]any `json:"metadata,omitempty"`
+	// Always is true when the top-level always key or the nanobot/openclaw
+	// metadata says so. `always: false` is false.
+	Always   bool     `json:"always,omitempty"`
+	Emoji    string   `json:"emoji,omitempty"`
+	Requires Requires `json:"requires,omitzero"`
+	OS       []string `json:"os,omitempty"`
+
+	// lines maps each top-level key to its line in the file.
+	lines map[string]int
+}
+
+// Line is the line of the top-level key in the file, or 0 when it is absent.
+func (f *Frontmatter) Line(key string) int { return f.lines[key] }
+
+// parsed is one skill file taken apart: what the cache keeps.
+type parsed struct {
+	fm     Frontmatter
+	body   string
+	diags  workspace.Diagnostics
+	broken bool
+	hasFM  bool // the file opened a frontmatter
+}
+
+// parseSkill splits text (already normalised by the door) into frontmatter
+// and body and decodes the frontmatter. path names the file in diagnostics.
+// A problem that leaves the file unusable is an error diagnostic and sets
+// broken; anything read leniently is a warning.
+func parseSkill(path, text string) *parsed {
+	p := &parsed{}
+	src, body, found, closed := splitFrontmatter(text)
+	p.body = body
+	p.hasFM = found
+	if !found {
+		p.diags.Add(workspace.Warning, path, 1, "skill.no-frontmatter", "no frontmatter: the file does not start with a --- line, so the skill has no description")
+		return p
+	}
+	if !closed {
+		p.diags.Add(workspace.Error, path, 1, "skill.fence", "frontmatter has no closing --- line")
+		p.broken = true
+		return p
+	}
+	fm, diags, err := decodeFrontmatter(path, src)
+	p.diags = append(p.diags, diags...)
+	if err != nil {
+		p.broken = true
+		return p
+	}
+	p.fm = *fm
+	return p
+}
+
+// splitFrontmatter finds the frontmatter between a first line of "---" and
+// the next line of "---" (or "..."). It returns the YAML between them and the
+// body after them, with surrounding blank lines trimmed. found is false when
+// the text does not open a frontmatter; closed is false when one was opened
+// but never closed.
+func splitFrontmatter(text string) (src, body string, found, closed bool) {
+	first, rest, _ := strings.Cut(text, "\n")
+	if strings.TrimRight(first, " \t") != "---" {
+		return "", strings.TrimSpace(text), false, false
+	}
+	off := 0
+	for off <= len(rest) {
+		line, _, _ := strings.Cut(rest[off:], "\n")
+		if t := strings.TrimRight(line, " \t"); t == "---" || t == "..." {
+			// Like the other loaders, the YAML stops before the fence's own
+			// line break, so a clipped block scalar at the end keeps no
+			// trailing newline.
+			src = strings.TrimSuffix(rest[:off], "\n")
+			end := off + len(line)
+			if end < len(rest) {
+				end++ // the newline after the fence
+			}
+			return src, trimBody(rest[end:]), true, true
+		}
+		if off+len(line) >= len(rest) {
+			break
+		}
+		off += len(line) + 1
+	}
+	return "", "", true, false
+}
+
+// trimBody drops blank lines before the body and white space after it.
+func trimBody(s string) string {
+	s = strings.TrimRight(s, " \t\n")
+	for {
+		line, rest, ok := strings.Cut(s, "\n")
+		if !ok || strings.TrimSpace(line) != "" {
+			return s
+		}
+		s = rest
+	}
+}
+
+// yamlError is a YAML problem with its line in the frontmatter (1-based,
+// counted from the line after the opening fence), or 0 when unknown.
+type yamlError struct {
+	line int
+	msg  string
+}
+
+func (e *yamlError) Error() string { return e.msg }
+
+// decodeFrontmatter decodes src, the YAML between the fences. Lines in
+// diagnostics are file lines: the opening fence is line 1.
+func decodeFrontmatter(path, src string) (*Frontmatter, workspace.Diagnostics, error) {
+	var diags workspace.Diagnostics
+	file, err := parseYAML(src)
+	if err != nil {
+		fixed, lines := quoteColonValues(src)
+		if len(lines) > 0 {
+			if f2, err2 := parseYAML(fixed); err2 == nil {
+				file, err = f2, nil
+				for _, ln := range lines {
+					diags.Add(workspace.Warning, path, ln+1, "skill.unquoted-colon", "value has an unquoted colon; read it as one quoted string (quote it to silence this)")
+				}
+			}
+		}
+	}
+	if err != nil {
+		var ye *yamlError
+		line := 0
+		msg := err.Error()
+		if errors.As(err, &ye) {
+			line, msg = ye.line, ye.msg
+		}
+		if line > 0 {
+			line++
+		} else {
+			line = 1
+		}
+		diags.Add(workspace.Error, path, line, "skill.frontmatter", "frontmatter: %s", fileCoords(msg))
+		return nil, diags, err
+	}
+
+	fm := &Frontmatter{lines: map[string]int{}}
+	var body ast.Node
+	if len(file.Docs) > 0 && file.Docs[0] != nil {
+		body = file.Docs[0].Body
+	}
+	if body == nil {
+		return fm, diags, nil
+	}
+	if n := expandedSize(body, map[string]int{}, 0); n > maxExpandedNodes {
+		line := body.GetToken().Position.Line + 1
+		diags.Add(workspace.Error, path, line, "skill.alias-bomb", "frontmatter: YAML aliases expand to more than %d values; refused", maxExpandedNodes)
+		return nil, diags, errors.New("alias bomb")
+	}
+	var pairs []*ast.MappingValueNode
+	switch b := body.(type) {
+	case *ast.MappingNode:
+		pairs = b.Values
+	case *ast.MappingValueNode:
+		pairs = []*ast.MappingValueNode{b}
+	default:
+		diags.Add(workspace.Error, path, body.GetToken().Position.Line+1, "skill.frontmatter", "frontmatter: want a mapping of keys to values, got %s", strings.ToLower(body.Type().String()))
+		return nil, diags, errors.New("not a mapping")
+	}
+	values := map[string]any{}
+	if err := yaml.NodeToValue(body, &values); err != nil {
+		line := 1
+		var ye yaml.Error
+		if errors.As(err, &ye) && ye.GetToken() != nil {
+			line = ye.GetToken().Position.Line + 1
+			err = errors.New(ye.GetMessage())
+		}
+		diags.Add(workspace.Error, path, line, "skill.frontmatter", "frontmatter: %v", err)
+		return nil, diags, err
+	}
+	for _, kv := range pairs {
+		if kv == nil || kv.Key == nil {
+			continue
+		}
+		k := kv.Key.GetToken()
+		if k != nil {
+			fm.lines[k.Value] = k.Position.Line + 1
+		}
+	}
+	fm.fill(path, values, &diags)
+	return fm, diags, nil
+}
+
+// yamlCoords matches the "[line:column]" goccy puts in some messages.
+var yamlCoords = regexp.MustCompile(`\[(\d+):(\d+)\]`)
+
+// fileCoords rewrites goccy's frontmatter coordinates as file lines.
+func fileCoords(msg string) string {
+	return yamlCoords.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := yamlCoords.FindStringSubmatch(m)
+		n, _ := strconv.Atoi(sub[1])
+		return "line " + strconv.Itoa(n+1)
+	})
+}
+
+// parseYAML parses src, turning goccy's errors into a yamlError with a line.
+func parseYAML(src string) (f *ast.File, err error) {
+	defer func() {
+		// The parser must never take loom down; a panic is a parse error.
+		if r := recover(); r != nil {
+			f, err = nil, &yamlError{msg: fmt.Sprintf("YAML parser failed: %v", r)}
+		}
+	}()
+	f, err = parser.ParseBytes([]byte(src), 0)
+	if err != nil {
+		var ye yaml.Error
+		if errors.As(err, &ye) {
+			line := 0
+			if tok := ye.GetToken(); tok != nil && tok.Position != nil {
+				line = tok.Position.Line
+			}
+			return nil, &yamlError{line: line, msg: ye.GetMessage()}
+		}
+		return nil, &yamlError{msg: err.Error()}
+	}
+	return f, nil
+}
+
+// expandedSize counts the values n stands for once aliases are expanded. It
+// stops counting once past the limit, so a bomb costs little to detect.
+func expandedSize(n ast.Node, anchors map[string]int, depth int) int {
+	if n == nil || depth > 200 {
+		return 1
+	}
+	switch n := n.(type) {
+	case *ast.DocumentNode:
+		return expandedSize(n.Body, anchors, depth+1)
+	case *ast.MappingNode:
+		total := 1
+		for _, v := range n.Values {
+			total += expandedSize(v, anchors, depth+1)
+			if total > maxExpandedNodes {
+				return total
+			}
+		}
+		return total
+	case *ast.MappingValueNode:
+		return 1 + expandedSize(n.Key, anchors, depth+1) + expandedSize(n.Value, anchors, depth+1)
+	case *ast.MappingKeyNode:
+		return 1 + expandedSize(n.Value, anchors, depth+1)
+	case *ast.SequenceNode:
+		total := 1
+		for _, v := range n.Values {
+			total += expandedSize(v, anchors, depth+1)
+			if total > maxExpandedNodes {
+				return total
+			}
+		}
+		return total
+	case *ast.TagNode:
+		return 1 + expandedSize(n.Value, anchors, depth+1)
+	case *ast.AnchorNode:
+		size := expandedSize(n.Value, anchors, depth+1)
+		if n.Name != nil {
+			anchors[n.Name.GetToken().Value] = size
+		}
+		return size
+	case *ast.AliasNode:
+		if n.Value != nil {
+			return anchors[n.Value.GetToken().Value] + 1
+		}
+		return 1
+	}
+	return 1
+}
+
+// colonLine is a top-level "key: value" line whose plain value may hold a
+// colon.
+var colonLine = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*):[ \t]+(.*\S)[ \t]*$`)
+
+// quoteColonValues rewrites top-level "key: a: b" lines as `key: "a: b"`, the
+// usual hand-written mistake, and returns the lines (1-based) it changed.
+func quoteColonValues(src string) (string, []int) {
+	lines := strings.Split(src, "\n")
+	var changed []int
+	for i, line := range lines {
+		m := colonLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		v := m[2]
+		if strings.ContainsAny(v[:1], `"'{[|>&*!#%@`+"`") {
+			continue
+		}
+		if !strings.Contains(v, ": ") && !strings.HasSuffix(v, ":") {
+			continue
+		}
+		lines[i] = m[1] + ": " + strconv.Quote(v)
+		changed = append(changed, i+1)
+	}
+	return strings.Join(lines, "\n"), changed
+}
+
+// fill copies the decoded values into f, warning about values of the wrong
+// kind rather than failing.
+func (f *Frontmatter) fill(path string, v map[string]any, diags *workspace.Diagnostics) {
+	str := func(key string) string {
+		raw, ok := v[key]
+		if !ok || raw == nil {
+			return ""
+		}
+		switch s := raw.(type) {
+		case string:
+			return s
+		case bool, int, int64, uint64, float64:
+			diags.Add(workspace.Warning, path, f.lines[key], "skill.type", "%s is not a string; read %v as text", key, s)
+			return fmt.Sprint(s)
+		}
+		diags.Add(workspace.Warning, path, f.lines[key], "skill.type", "%s should be a string, not a %s; ignored", key, kindOf(raw))
+		return ""
+	}
+	f.Name = str("name")
+	f.Description = str("description")
+	f.License = str("license")
+	f.Compatibility = str("compatibility")
+
+	switch t := v["allowed-tools"].(type) {
+	case nil:
+	case string:
+		f.AllowedTools = splitTools(t)
+	case []any:
+		for _, x := range t {
+			if s, ok := x.(string); ok && s != "" {
+				f.AllowedTools = append(f.AllowedTools, s)
+			}
+		}
+	default:
+		diags.Add(workspace.Warning, path, f.lines["allowed-tools"], "skill.type", "allowed-tools should be a string or a list; ignored")
+	}
+
+	if raw, ok := v["always"]; ok && raw != nil {
+		switch b := raw.(type) {
+		case bool:
+			f.Always = b
+		case string:
+			if pb, err := strconv.ParseBool(strings.TrimSpace(b)); err == nil {
+				f.Always = pb
+			} else {
+				diags.Add(workspace.Warning, path, f.lines["always"], "skill.type", "always should be true or false, not %q; read as false", b)
+			}
+		default:
+			diags.Add(workspace.Warning, path, f.lines["always"], "skill.type", "always should be true or false; read as false")
+		}
+	}
+
+	if raw, ok := v["metadata"]; ok && raw != nil {
+		f.readMetadata(path, raw, diags)
+	}
+}
+
+// readMetadata takes metadata as a YAML mapping or as nanobot's one-line
+// JSON string, and reads the nanobot (or openclaw) payload inside it.
+func (f *Frontmatter) readMetadata(path string, raw any, diags *workspace.Diagnostics) {
+	line := f.lines["metadata"]
+	var m map[string]any
+	switch t := raw.(type) {
+	case map[string]any:
+		m = t
+	case string:
+		if err := json.Unmarshal([]byte(t), &m); err != nil {
+			diags.Add(workspace.Warning, path, line, "skill.metadata", "metadata is a string but not a JSON object (%v); ignored", err)
+			return
+		}
+	default:
+		diags.Add(workspace.Warning, path, line, "skill.metadata", "metadata should be a mapping, not a %s; ignored", kindOf(raw))
+		return
+	}
+	f.Metadata = m
+	payload := m["nanobot"]
+	if payload == nil {
+		payload = m["openclaw"]
+	}
+	if s, ok := payload.(string); ok {
+		var pm map[string]any
+		if json.Unmarshal([]byte(s), &pm) == nil {
+			payload = pm
+		}
+	}
+	p, ok := payload.(map[string]any)
+	if !ok {
+		if payload != nil {
+			diags.Add(workspace.Warning, path, line, "skill.metadata", "metadata.nanobot should be a mapping; ignored")
+		}
+		return
+	}
+	if b, ok := p["always"].(bool); ok && b {
+		f.Always = true
+	}
+	if e, ok := p["emoji"].(string); ok {
+		f.Emoji = e
+	}
+	f.OS = stringList(p["os"])
+	if req, ok := p["requires"].(map[string]any); ok {
+		f.Requires.Bins = stringList(req["bins"])
+		f.Requires.Env = stringList(req["env"])
+	}
+}
+
+// splitTools splits allowed-tools: the spec separates tools with spaces, but
+// comma-separated lists are common in the wild.
+func splitTools(s string) []string {
+	var out []string
+	if strings.Contains(s, ",") {
+		for _, t := range strings.Split(s, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	return strings.Fields(s)
+}
+
+// stringList reads a list of strings, or a single string, leaving out
+// anything else.
+func stringList(v any) []string {
+	switch t := v.(type) {
+	case string:
+		if t != "" {
+			return []string{t}
+		}
+	case []any:
+		var out []string
+		for _, x := range t {
+			if s, ok := x.(string); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "mapping"
+	case []any:
+		return "list"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// sortedKeys returns m's keys in order, for deterministic output.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

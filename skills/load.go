@@ -1,0 +1,371 @@
+package skills
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/loomctx/loom/workspace"
+)
+
+// Options configures a [Loader]. The zero value loads the workspace's
+// skills and the built-in ones, checking requirements against this process.
+type Options struct {
+	// Paths are extra skill folders (loom.yaml skills.paths), each holding
+	// <name>/SKILL.md folders. A relative path is inside the workspace and is
+	// read through its door; one that climbs out of it is refused. An
+	// absolute path outside the workspace is allowed, because the user named
+	// it explicitly: it becomes a door of its own, with the same size cap,
+	// text normalisation and symlink containment, so a link out of that
+	// folder is refused just as one out of the workspace is.
+	Paths []string
+	// AbsolutePaths shows workspace skills to the model by absolute path
+	// (loom.yaml skills.absolute_paths). Relative paths are the default:
+	// absolute ones leak where things are installed and differ across
+	// machines, which also breaks prompt caching.
+	AbsolutePaths bool
+	// Builtins replaces the embedded built-in skills; the files are
+	// builtin/<name>/SKILL.md inside it. NoBuiltins leaves them out.
+	Builtins   fs.FS
+	NoBuiltins bool
+	// LookPath, Getenv and GOOS decide availability; nil or "" mean
+	// exec.LookPath, os.Getenv and runtime.GOOS. Tests inject their own.
+	LookPath func(string) (string, error)
+	Getenv   func(string) string
+	GOOS     string
+}
+
+// Workspace folders that hold skills.
+const (
+	// FolderDir holds the Agent Skills layout: <name>/SKILL.md.
+	FolderDir = "skills"
+	// FlatDir holds nao's flat layout: <name>.md.
+	FlatDir = "agent/skills"
+	// FileName is the file that makes a folder a skill.
+	FileName = "SKILL.md"
+)
+
+// root is one place skills are looked for.
+type root struct {
+	door   *workspace.Workspace
+	dir    string // folder inside the door, slash-separated
+	flat   bool
+	source Source
+	rank   int
+	// configured is the path as the user gave it; external is true when
+	// the door is a folder outside the workspace.
+	configured string
+	external   bool
+}
+
+type cacheEntry struct {
+	file   *workspace.File
+	parsed *parsed
+}
+
+// Loader finds and parses the skills of one workspace. It keeps parsed
+// files keyed by the door's *workspace.File, which stays the same pointer
+// while a file is unchanged on disk, so a reload re-reads and re-parses only
+// what changed. A Loader belongs to one workspace; nothing is shared between
+// Loaders. It is safe for concurrent use.
+type Loader struct {
+	ws   *workspace.Workspace
+	opts Options
+
+	mu      sync.Mutex
+	extDoor map[string]*workspace.Workspace // absolute extra folder → its door
+	builtin *workspace.Workspace
+	cache   map[string]cacheEntry
+
+	parses atomic.Int64 // files parsed, for tests
+}
+
+// New returns a loader for ws.
+func New(ws *workspace.Workspace, opts Options) *Loader {
+	l := &Loader{ws: ws, opts: opts, extDoor: map[string]*workspace.Workspace{}, cache: map[string]cacheEntry{}}
+	if !opts.NoBuiltins {
+		fsys := opts.Builtins
+		if fsys == nil {
+			fsys = builtinFS
+		}
+		l.builtin = workspace.OpenFS(fsys)
+	}
+	return l
+}
+
+// Workspace is the workspace the loader reads.
+func (l *Loader) Workspace() *workspace.Workspace { return l.ws }
+
+// Options returns the options the loader was made with.
+func (l *Loader) Options() Options { return l.opts }
+
+// Load finds every skill, parses what changed since the last Load, checks
+// availability and precedence, and returns the result. It never fails: a
+// problem with one skill or folder is a diagnostic, and the rest load.
+func (l *Loader) Load() *Set {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+
+	var diags workspace.Diagnostics
+	roots := l.roots(&diags)
+	chk := &checker{lookPath: l.opts.LookPath, getenv: l.opts.Getenv, goos: l.opts.GOOS, bins: map[string]bool{}}
+	if chk.lookPath == nil {
+		chk.lookPath = exec.LookPath
+	}
+	if chk.getenv == nil {
+		chk.getenv = os.Getenv
+	}
+	if chk.goos == "" {
+		chk.goos = runtime.GOOS
+	}
+
+	seen := make(map[string]bool, len(l.cache))
+	var all []*Skill
+	for i := range roots {
+		all = append(all, l.loadRoot(&roots[i], chk, seen, &diags)...)
+	}
+	for k := range l.cache {
+		if !seen[k] {
+			delete(l.cache, k)
+		}
+	}
+	return newSet(all, diags)
+}
+
+// roots lists the places to look, in precedence order.
+func (l *Loader) roots(diags *workspace.Diagnostics) []root {
+	rs := []root{
+		{door: l.ws, dir: FolderDir, source: SourceWorkspace},
+		{door: l.ws, dir: FlatDir, flat: true, source: SourceWorkspace},
+	}
+	for _, p := range l.opts.Paths {
+		r, ok := l.extraRoot(p, diags)
+		if ok {
+			rs = append(rs, r)
+		}
+	}
+	if l.builtin != nil {
+		rs = append(rs, root{door: l.builtin, dir: "builtin", source: SourceBuiltin})
+	}
+	for i := range rs {
+		rs[i].rank = i
+	}
+	return rs
+}
+
+func (l *Loader) extraRoot(p string, diags *workspace.Diagnostics) (root, bool) {
+	orig := p
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(home, p[1:])
+		}
+	}
+	if !filepath.IsAbs(p) {
+		rel := path.Clean(filepath.ToSlash(p))
+		if rel == ".." || strings.HasPrefix(rel, "../") {
+			diags.Add(workspace.Error, rel, 0, "skills.path", "skills path %q climbs out of the workspace; give an absolute path to use a folder outside it", orig)
+			return root{}, false
+		}
+		return root{door: l.ws, dir: rel, source: SourceExtra, configured: orig}, true
+	}
+	p = filepath.Clean(p)
+	if real, err := filepath.EvalSymlinks(p); err == nil && l.ws.Root() != "" && workspace.Within(l.ws.Root(), real) {
+		rel, _ := filepath.Rel(l.ws.Root(), real)
+		return root{door: l.ws, dir: filepath.ToSlash(rel), source: SourceExtra, configured: orig}, true
+	}
+	door := l.extDoor[p]
+	if door == nil {
+		d, err := workspace.Open(p)
+		if err != nil {
+			diags.Add(workspace.Warning, p, 0, "skills.path", "skills path: folder does not exist or cannot be opened")
+			return root{}, false
+		}
+		door = d
+		l.extDoor[p] = d
+	}
+	return root{door: door, source: SourceExtra, configured: orig, external: true}, true
+}
+
+// display is how a file of r is named in diagnostics and, unless absolute
+// locations are asked for, to the model.
+func (r *root) display(rel string) string {
+	if r.external {
+		return filepath.Join(r.door.Root(), filepath.FromSlash(rel))
+	}
+	return rel
+}
+
+func (l *Loader) location(r *root, rel string) string {
+	if l.opts.AbsolutePaths && r.source != SourceBuiltin && !r.external {
+		return r.door.Abs(rel)
+	}
+	return r.display(rel)
+}
+
+func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *workspace.Diagnostics) []*Skill {
+	entries, err := r.door.ReadDir(r.dir)
+	if err != nil {
+		if !notExist(err) {
+			diags.Add(workspace.Error, r.display(r.dir), 0, workspace.RefusalCode(err), "skills folder: %s", workspace.RefusalMessage(err))
+		}
+		return nil
+	}
+	var out []*Skill
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		var rel string
+		if r.flat {
+			if e.IsDir() || !strings.HasSuffix(name, ".md") {
+				continue
+			}
+			rel = path.Join(r.dir, name)
+			name = strings.TrimSuffix(name, ".md")
+		} else {
+			if !e.IsDir() && e.Type()&fs.ModeSymlink == 0 {
+				continue
+			}
+			rel = path.Join(r.dir, name, FileName)
+		}
+		if s := l.loadOne(r, name, rel, chk, seen); s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// loadOne loads the skill file rel of r, or returns nil when there is no such
+// file (a folder without SKILL.md is not a skill).
+func (l *Loader) loadOne(r *root, name, rel string, chk *checker, seen map[string]bool) *Skill {
+	s := &Skill{Name: name, Source: r.source, Path: r.display(rel), Location: l.location(r, rel), rank: r.rank}
+	f, err := r.door.Load(rel)
+	if err != nil {
+		if notExist(err) {
+			return nil
+		}
+		s.Status = StatusBroken
+		s.Diagnostics.Add(workspace.Error, s.Path, 0, workspace.RefusalCode(err), "%s", workspace.RefusalMessage(err))
+		return s
+	}
+	key := string(r.source) + "\x00" + r.door.Root() + "\x00" + rel
+	seen[key] = true
+	ce, ok := l.cache[key]
+	if !ok || ce.file != f {
+		ce = cacheEntry{file: f, parsed: l.parse(s.Path, name, f)}
+		l.cache[key] = ce
+	}
+	p := ce.parsed
+	s.Frontmatter = p.fm
+	s.Body = p.body
+	s.Diagnostics = append(s.Diagnostics, p.diags...)
+	if p.broken {
+		s.Status = StatusBroken
+		return s
+	}
+	s.Missing = chk.missing(&s.Frontmatter)
+	s.Available = len(s.Missing) == 0
+	return s
+}
+
+func (l *Loader) parse(display, name string, f *workspace.File) *parsed {
+	l.parses.Add(1)
+	p := parseSkill(display, f.Text)
+	var diags workspace.Diagnostics
+	for _, r := range f.Repairs {
+		diags.Add(workspace.Warning, display, 0, "read.repaired", "%s", r)
+	}
+	diags = append(diags, p.diags...)
+	if !p.broken && p.hasFM {
+		validate(display, name, &p.fm, &diags)
+	}
+	p.diags = diags
+	return p
+}
+
+// notExist reports whether err means "nothing there", including a path
+// through something that is not a folder.
+func notExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// Set is the result of one [Loader.Load]: every skill found, in a
+// deterministic order, and every diagnostic.
+type Set struct {
+	// Skills holds every skill found, shadowed and broken ones included,
+	// sorted by name and, within a name, by precedence (the winner first).
+	Skills []*Skill
+	// Diagnostics holds folder-level diagnostics, then each skill's, in
+	// the order of Skills.
+	Diagnostics workspace.Diagnostics
+
+	byName map[string]*Skill
+}
+
+func newSet(all []*Skill, folderDiags workspace.Diagnostics) *Set {
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].Name != all[j].Name {
+			return all[i].Name < all[j].Name
+		}
+		return all[i].rank < all[j].rank
+	})
+	s := &Set{Skills: all, byName: map[string]*Skill{}}
+	s.Diagnostics = append(s.Diagnostics, folderDiags...)
+	for _, sk := range all {
+		if win, ok := s.byName[sk.Name]; ok {
+			sk.Status = StatusShadowed
+			sk.ShadowedBy = win.Path
+			sk.Diagnostics.Add(workspace.Warning, sk.Path, 0, "skill.shadowed", "skill %q is shadowed by %s", sk.Name, win.Path)
+		} else {
+			s.byName[sk.Name] = sk
+			if sk.Status == "" {
+				sk.Status = StatusOK
+				if len(sk.Diagnostics) > 0 {
+					sk.Status = StatusWarning
+				}
+			}
+		}
+		s.Diagnostics = append(s.Diagnostics, sk.Diagnostics...)
+	}
+	return s
+}
+
+// Get returns the skill that answers to name: the winner among skills of
+// that name, which may be broken.
+func (s *Set) Get(name string) (*Skill, bool) {
+	sk, ok := s.byName[name]
+	return sk, ok
+}
+
+// Usable returns the skills that may appear in a prompt: neither broken nor
+// shadowed, sorted by name.
+func (s *Set) Usable() []*Skill {
+	var out []*Skill
+	for _, sk := range s.Skills {
+		if sk.usable() {
+			out = append(out, sk)
+		}
+	}
+	return out
+}
+
+// ByLocation returns the usable skill shown to the model at loc, so that a
+// file-reading tool can serve built-in skills, which have no file on disk.
+func (s *Set) ByLocation(loc string) (*Skill, bool) {
+	for _, sk := range s.Skills {
+		if sk.usable() && sk.Location == loc {
+			return sk, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,208 @@
+package skills
+
+import (
+	"bytes"
+	"embed"
+	"sort"
+	"strings"
+	"text/template"
+
+	"github.com/loomctx/loom/md"
+)
+
+//go:embed text
+var textFS embed.FS
+
+var (
+	assistantIntro = mustRead("text/assistant.md")
+	analystIntro   = mustRead("text/analyst.md")
+	moreTmpl       = template.Must(template.ParseFS(textFS, "text/more.tmpl"))
+	cutTmpl        = template.Must(template.ParseFS(textFS, "text/cut.tmpl"))
+)
+
+func mustRead(name string) string {
+	b, err := textFS.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func execute(t *template.Template, data any) string {
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		panic(err) // the templates are loom's own and fixed at build time
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// PromptOptions place skills in a prompt.
+type PromptOptions struct {
+	// Level is the heading level of the section; 0 means the preset's own
+	// (1 for the assistant summary and Active Skills, 2 for the analyst
+	// listing).
+	Level int
+	// Priority is the budget priority of the first summary entry. Each
+	// later entry is one lower, so under a budget entries drop from the end
+	// of the list first. Available skills are listed before unavailable
+	// ones, so those go first.
+	Priority int
+}
+
+func level(opts PromptOptions, def int) int {
+	if opts.Level > 0 {
+		return opts.Level
+	}
+	return def
+}
+
+// listed returns the skills a summary lists: usable, not always-on-and-
+// available (those are in Active Skills already), available first, then by
+// name.
+func (s *Set) listed() []*Skill {
+	var out []*Skill
+	for _, sk := range s.Usable() {
+		if sk.Always() && sk.Available {
+			continue
+		}
+		out = append(out, sk)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Available && !out[j].Available })
+	return out
+}
+
+// Summary is the assistant preset's skills section: a short introduction
+// and an XML catalogue,
+//
+//	<skills>
+//	  <skill available="true">
+//	    <name>…</name>
+//	    <description>…</description>
+//	    <location>…</location>
+//	  </skill>
+//	</skills>
+//
+// with a <requires> element ("CLI: x, ENV: Y") on unavailable skills. All
+// text is escaped. Each entry is a scope named "skill:<name>"; when the
+// budget drops some, a notice after the list says how many and where they
+// are. Summary returns nil when there is nothing to list.
+func (s *Set) Summary(opts PromptOptions) md.Node {
+	list := s.listed()
+	if len(list) == 0 {
+		return nil
+	}
+	entries := make([]md.Node, len(list))
+	for i, sk := range list {
+		children := []md.Node{
+			md.XML("name", nil, md.Text(sk.Name)),
+			md.XML("description", nil, md.Text(strings.TrimSpace(sk.Description()))),
+			md.XML("location", nil, md.Text(sk.Location)),
+		}
+		if !sk.Available {
+			children = append(children, md.XML("requires", nil, md.Text(sk.MissingText())))
+		}
+		avail := "false"
+		if sk.Available {
+			avail = "true"
+		}
+		entries[i] = entryScope(sk, opts.Priority-i, md.XML("skill", []md.Attr{{Name: "available", Value: avail}}, children...))
+	}
+	body := md.Named("skills", md.Raw(assistantIntro), md.XML("skills", nil, entries...)).OnDrop(moreNotice(list))
+	return md.Sec(level(opts, 1), "Skills", body)
+}
+
+// Listing is the analyst preset's skills section: a short introduction,
+// then for each skill a "### Skill: <name>" heading with its description and
+// location (and what it needs, when unavailable). Entries drop from the end
+// under a budget, with a notice, as in [Set.Summary].
+func (s *Set) Listing(opts PromptOptions) md.Node {
+	list := s.listed()
+	if len(list) == 0 {
+		return nil
+	}
+	lv := level(opts, 2)
+	entries := make([]md.Node, len(list))
+	for i, sk := range list {
+		entries[i] = entryScope(sk, opts.Priority-i, md.Group{
+			md.Title(min(lv+1, 6), md.Raw("Skill: "), md.Text(sk.Name)),
+			md.P(md.Bold(md.Raw("Description:")), md.Raw(" "), md.Text(strings.TrimSpace(sk.Description()))),
+			md.P(md.Bold(md.Raw("Location:")), md.Raw(" "), md.Code(sk.Location)),
+			md.If(!sk.Available, md.P(md.Bold(md.Raw("Needs:")), md.Raw(" "), md.Text(sk.MissingText()))),
+		})
+	}
+	body := md.Named("skills", md.Raw(analystIntro), md.Group(entries)).OnDrop(moreNotice(list))
+	return md.Sec(lv, "Skills", body)
+}
+
+// Active is the "Active Skills" section: the body, frontmatter stripped, of
+// every available always-on skill under "### Skill: <name>", separated by
+// rules. Unavailable always-on skills are left out (they are listed in the
+// summary instead, with what they need). Active returns nil when there are
+// none. The section is a scope named "active-skills" with no priority: it
+// is never dropped.
+func (s *Set) Active(opts PromptOptions) md.Node {
+	var parts []md.Node
+	for _, sk := range s.Usable() {
+		if !sk.Always() || !sk.Available || sk.Body == "" {
+			continue
+		}
+		if len(parts) > 0 {
+			parts = append(parts, md.Hr())
+		}
+		parts = append(parts, md.Named("active-skill:"+sk.Name,
+			md.Title(3, md.Raw("Skill: "), md.Text(sk.Name)),
+			md.Text(sk.Body),
+		).From(sk.Path))
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return md.Sec(level(opts, 1), "Active Skills", md.Named("active-skills", parts...))
+}
+
+func entryScope(sk *Skill, prio int, n md.Node) *md.Scope {
+	return md.Named("skill:"+sk.Name, n).Prio(prio).From(sk.Path)
+}
+
+// moreNotice says how many entries the budget dropped and which folders
+// hold them.
+func moreNotice(list []*Skill) func(int) md.Node {
+	var dirs []string
+	seen := map[string]bool{}
+	for _, sk := range list {
+		d := topFolder(sk)
+		if !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	sort.Strings(dirs)
+	where := joinAnd(dirs)
+	return func(n int) md.Node {
+		return md.Raw(execute(moreTmpl, struct {
+			N     int
+			Where string
+		}{n, where}))
+	}
+}
+
+// topFolder is the folder a skill's location sits in, above the skill's own
+// folder: "skills/", "agent/skills/", "builtin/" or an extra folder.
+func topFolder(sk *Skill) string {
+	loc := strings.TrimSuffix(sk.Location, "/"+FileName)
+	loc = strings.TrimSuffix(loc, ".md")
+	if i := strings.LastIndexAny(loc, `/\`); i >= 0 {
+		return loc[:i+1]
+	}
+	return loc
+}
+
+func joinAnd(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
