@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	cmdTokens "github.com/loomctx/loom/cmd/loom/tokens"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -29,7 +30,8 @@ func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
 		return cmdutil.FlagErrorf("%s", err)
 	})
 	root.AddCommand(
-	// commands: keep one per line, sorted
+		// commands: keep one per line, sorted
+		cmdTokens.NewCmdTokens(io, nil),
 	)
 	return root
 }
