@@ -20,7 +20,7 @@ const DefaultDebounce = 300 * time.Millisecond
 // WatchOptions configures [Watch].
 type WatchOptions struct {
 	// Debounce is the quiet time after the last event before a reload; 0
-	// means DefaultDebounce.
+	// means DefaultDebounce and a negative value reloads at once.
 	Debounce time.Duration
 	// Also names further workspace folders (slash-separated, relative; "."
 	// is the root) whose direct files count as changes, for a caller that
@@ -78,9 +78,10 @@ func Watch(l *Loader, opts WatchOptions) (*Watcher, error) {
 		done:    make(chan struct{}),
 		exited:  make(chan struct{}),
 	}
-	if w.debounce <= 0 {
+	if w.debounce == 0 {
 		w.debounce = DefaultDebounce
 	}
+	w.debounce = max(w.debounce, 0)
 	for _, a := range opts.Also {
 		w.also[l.ws.Abs(a)] = true
 	}

@@ -1,0 +1,16 @@
+package skills
+
+import (
+	"github.com/loomctx/loom/workspace"
+)
+
+// FromConfig returns the loader and watcher options loom.yaml's skills
+// section asks for. An explicit `debounce: 0` means "reload at once".
+func FromConfig(c *workspace.Config) (Options, WatchOptions) {
+	o := Options{Paths: append([]string(nil), c.Skills.Paths...), AbsolutePaths: c.Skills.UsesAbsolutePaths()}
+	w := WatchOptions{Debounce: c.Skills.Debounce.Std()}
+	if w.Debounce == 0 {
+		w.Debounce = -1
+	}
+	return o, w
+}
