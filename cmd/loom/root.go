@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	cmdInit "github.com/loomctx/loom/cmd/loom/init"
 	cmdTokens "github.com/loomctx/loom/cmd/loom/tokens"
 )
 
@@ -31,6 +32,7 @@ func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
 	})
 	root.AddCommand(
 		// commands: keep one per line, sorted
+		cmdInit.NewCmdInit(io, nil),
 		cmdTokens.NewCmdTokens(io, nil),
 	)
 	return root
