@@ -1,0 +1,113 @@
+package memory
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/loomctx/loom/workspace"
+)
+
+func TestMemoryFile(t *testing.T) {
+	root := t.TempDir()
+	ws, err := workspace.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diags workspace.Diagnostics
+	if text, ok := ReadMemoryFile(ws, &diags); ok || text != "" || len(diags) != 0 {
+		t.Errorf("missing MEMORY.md = %q, %v, %v; want quiet absence", text, ok, diags)
+	}
+	want := "# Long-term Memory\n\n- The user is Alex.\n"
+	if err := WriteMemoryFile(root, want); err != nil {
+		t.Fatal(err)
+	}
+	if text, ok := ReadMemoryFile(ws, &diags); !ok || text != want {
+		t.Errorf("MEMORY.md = %q, %v; want %q", text, ok, want)
+	}
+	if err := WriteMemoryFile(root, "# Long-term Memory\r\n\r\n- Now CRLF.\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := ReadMemoryFile(ws, &diags); text != "# Long-term Memory\n\n- Now CRLF.\n" {
+		t.Errorf("rewritten MEMORY.md read back as %q", text)
+	}
+	entries, _ := os.ReadDir(filepath.Join(root, "memory"))
+	if len(entries) != 1 {
+		t.Errorf("memory/ holds %d entries, want MEMORY.md alone", len(entries))
+	}
+
+	// A MEMORY.md that escapes the workspace is refused with a diagnostic.
+	outside := filepath.Join(t.TempDir(), "secret.md")
+	os.WriteFile(outside, []byte("secret"), 0o644)
+	os.Remove(filepath.Join(root, "memory", "MEMORY.md"))
+	if err := os.Symlink(outside, filepath.Join(root, "memory", "MEMORY.md")); err != nil {
+		t.Skip("no symlinks:", err)
+	}
+	diags = nil
+	if text, ok := ReadMemoryFile(ws, &diags); ok || text != "" || len(diags) != 1 || diags[0].Path != MemoryFile {
+		t.Errorf("escaping MEMORY.md = %q, %v, %v", text, ok, diags)
+	}
+}
+
+func TestAppendHistoryConcurrent(t *testing.T) {
+	root := t.TempDir()
+	const writers, each = 8, 1000
+	entry := func(w, i int) string {
+		// Entries of varied length, some past a pipe buffer, some non-ASCII.
+		return fmt.Sprintf("[2026-03-01 10:%02d] writer %d entry %d: %s", i%60, w, i, strings.Repeat("é"+strings.Repeat("x", w), 1+(i*7)%700))
+	}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				if err := AppendHistory(root, entry(w, i)+"\n  \n"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	data, err := os.ReadFile(filepath.Join(root, "memory", "HISTORY.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	if !strings.HasSuffix(text, "\n\n") {
+		t.Fatalf("HISTORY.md does not end with a blank line")
+	}
+	got := strings.Split(strings.TrimSuffix(text, "\n\n"), "\n\n")
+	if len(got) != writers*each {
+		t.Fatalf("%d entries, want %d", len(got), writers*each)
+	}
+	seen := make(map[string]bool, len(got))
+	for _, e := range got {
+		var w, i int
+		at := strings.Index(e, "writer")
+		if at < 0 {
+			t.Fatalf("torn entry: %.80q", e)
+		}
+		if _, err := fmt.Sscanf(e[at:], "writer %d entry %d:", &w, &i); err != nil || e != entry(w, i) {
+			t.Fatalf("torn entry: %.80q", e)
+		}
+		seen[e] = true
+	}
+	if len(seen) != writers*each {
+		t.Errorf("%d distinct entries, want %d", len(seen), writers*each)
+	}
+	if err := AppendHistory(root, " \n\t"); err != nil || len(mustRead(t, filepath.Join(root, "memory", "HISTORY.md"))) != len(data) {
+		t.Errorf("an empty entry changed the file")
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,469 @@
+package memory
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver; pure Go, no cgo
+)
+
+// DefaultDBPath is where a workspace keeps its memory database, relative to
+// the workspace folder.
+const DefaultDBPath = ".loom/memory.db"
+
+// ErrNotFound is wrapped by errors about a memory id that does not exist.
+var ErrNotFound = errors.New("no such memory")
+
+// DBError is a failure of the database file itself: it cannot be opened, is
+// not a SQLite database, is corrupt, or was written by a newer loom. Path
+// names the file, so a caller can report it as a diagnostic and go on.
+type DBError struct {
+	Path string
+	Err  error
+}
+
+func (e *DBError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+func (e *DBError) Unwrap() error { return e.Err }
+
+// Option configures a [SQLite] store.
+type Option func(*SQLite)
+
+// WithNow sets the clock that stamps created_at; the default is time.Now.
+func WithNow(now func() time.Time) Option {
+	return func(s *SQLite) {
+		if now != nil {
+			s.now = now
+		}
+	}
+}
+
+// WithCategories sets the categories Add and Import accept; the default is
+// [DefaultCategories]. loom.yaml's list is passed here.
+func WithCategories(cats []Category) Option {
+	return func(s *SQLite) {
+		if len(cats) > 0 {
+			s.cats = cats
+		}
+	}
+}
+
+// WithIDs sets the function that makes new memory ids; the default is
+// [NewID]. Tests use it to get ids they can name.
+func WithIDs(newID func() string) Option {
+	return func(s *SQLite) {
+		if newID != nil {
+			s.newID = newID
+		}
+	}
+}
+
+// SQLite is the default [Store]: one SQLite file in WAL mode, so readers
+// never wait for a writer. It is safe for concurrent use, and several
+// processes may share the file.
+type SQLite struct {
+	db    *sql.DB
+	path  string
+	now   func() time.Time
+	cats  []Category
+	newID func() string
+
+	// wmu serialises this process's writers; other processes wait on
+	// SQLite's busy timeout instead.
+	wmu sync.Mutex
+}
+
+var _ Store = (*SQLite)(nil)
+
+// NewID returns a fresh memory id: "m_" and 12 random hex digits.
+func NewID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "m_" + hex.EncodeToString(b[:])
+}
+
+// DBPath is the memory database of the workspace folder root.
+func DBPath(root string) string {
+	return filepath.Join(root, filepath.FromSlash(DefaultDBPath))
+}
+
+// Open opens the memory database of the workspace folder root, creating
+// .loom/memory.db if it does not exist yet.
+func Open(root string, opts ...Option) (*SQLite, error) {
+	path := DBPath(root)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, &DBError{Path: path, Err: err}
+	}
+	return OpenSQLite(path, opts...)
+}
+
+// OpenIfExists is Open for readers such as a render: when the workspace has
+// no memory database it returns nil and no error, without creating
+// anything.
+func OpenIfExists(root string, opts ...Option) (*SQLite, error) {
+	path := DBPath(root)
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, &DBError{Path: path, Err: err}
+	}
+	return OpenSQLite(path, opts...)
+}
+
+// OpenSQLite opens (creating if needed) the SQLite memory database at path
+// and brings its schema up to date. A file that is not a SQLite database,
+// or is corrupt, gives a *[DBError] naming it.
+func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &DBError{Path: path, Err: err}
+	}
+	if st, err := os.Stat(abs); err == nil && !st.Mode().IsRegular() {
+		return nil, &DBError{Path: path, Err: errors.New("not a regular file")}
+	}
+	// A file: URI, so that any byte in the path is escaped rather than
+	// read as the start of the parameters.
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate") // writers queue at BEGIN instead of failing mid-transaction
+	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, &DBError{Path: path, Err: err}
+	}
+	s := &SQLite{db: db, path: path, now: time.Now, cats: DefaultCategories, newID: NewID}
+	for _, o := range opts {
+		o(s)
+	}
+	if err := s.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, s.dbErr(err)
+	}
+	return s, nil
+}
+
+// Path is the database file the store was opened on.
+func (s *SQLite) Path() string { return s.path }
+
+// Close closes the database.
+func (s *SQLite) Close() error { return s.db.Close() }
+
+// dbErr wraps a database failure with the file's name and plain words for
+// the two ways a file can be unusable.
+func (s *SQLite) dbErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var de *DBError
+	if errors.As(err, &de) {
+		return err
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "file is not a database"):
+		return &DBError{Path: s.path, Err: fmt.Errorf("not a SQLite database: %w", err)}
+	case strings.Contains(msg, "malformed"), strings.Contains(msg, "corrupt"):
+		return &DBError{Path: s.path, Err: fmt.Errorf("database is corrupt: %w", err)}
+	}
+	return &DBError{Path: s.path, Err: err}
+}
+
+// SchemaVersion is the number of migrations this loom knows.
+func SchemaVersion() int { return len(migrations) }
+
+func (s *SQLite) migrate(ctx context.Context) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	// Read first, so a read-only render of an up-to-date file never takes
+	// the write lock.
+	v, err := s.schemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if v == len(migrations) {
+		return nil
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this loom knows (%d)", v, len(migrations))
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return err
+	}
+	// Another process may have migrated while this one waited for the lock.
+	var cur sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&cur); err != nil {
+		return err
+	}
+	for i := int(cur.Int64); i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, len(migrations)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *SQLite) schemaVersion(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'`).Scan(&n)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	var v sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&v); err != nil {
+		return 0, err
+	}
+	return int(v.Int64), nil
+}
+
+// Add implements [Store]. Each content is normalised (see [Normalize]) and
+// each category checked against the store's categories before anything is
+// written.
+func (s *SQLite) Add(ctx context.Context, ms ...NewMemory) ([]Memory, error) {
+	out := make([]Memory, len(ms))
+	for i, n := range ms {
+		content, err := Normalize(n.Content)
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckCategory(s.cats, n.Category); err != nil {
+			return nil, err
+		}
+		out[i] = Memory{
+			ID:        s.newID(),
+			Category:  n.Category,
+			Content:   content,
+			User:      n.User,
+			Chat:      n.Chat,
+			CreatedAt: s.now().UTC(),
+		}
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, s.dbErr(err)
+	}
+	defer tx.Rollback()
+	for i, n := range ms {
+		if err := insert(ctx, tx, out[i]); err != nil {
+			return nil, s.dbErr(err)
+		}
+		if n.Supersedes == "" {
+			continue
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE memories SET superseded_by = ? WHERE id = ? AND superseded_by = '' AND forgotten = 0`, out[i].ID, n.Supersedes)
+		if err != nil {
+			return nil, s.dbErr(err)
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return nil, s.supersedeErr(ctx, tx, n.Supersedes)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, s.dbErr(err)
+	}
+	return out, nil
+}
+
+// supersedeErr says why id could not be superseded.
+func (s *SQLite) supersedeErr(ctx context.Context, tx *sql.Tx, id string) error {
+	var by string
+	var forgotten bool
+	err := tx.QueryRowContext(ctx, `SELECT superseded_by, forgotten FROM memories WHERE id = ?`, id).Scan(&by, &forgotten)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("supersedes %q: %w", id, ErrNotFound)
+	case err != nil:
+		return s.dbErr(err)
+	case by != "":
+		return fmt.Errorf("supersedes %q: already superseded by %q", id, by)
+	case forgotten:
+		return fmt.Errorf("supersedes %q: memory was forgotten", id)
+	}
+	return fmt.Errorf("supersedes %q: not updated", id)
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func insert(ctx context.Context, tx execer, m Memory) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO memories (id, category, content, user, chat, created_at, superseded_by, forgotten) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.Category, m.Content, m.User, m.Chat, m.CreatedAt.UnixNano(), m.SupersededBy, m.Forgotten)
+	return err
+}
+
+// List implements [Store]. A Query.User other than "" selects that user's
+// memories and the workspace-wide ones, which apply to every user.
+func (s *SQLite) List(ctx context.Context, q Query) ([]Memory, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if !q.All {
+		where = append(where, `superseded_by = '' AND forgotten = 0`)
+	}
+	if !q.AllUsers {
+		if q.User == "" {
+			where = append(where, `user = ''`)
+		} else {
+			where = append(where, `user IN ('', ?)`)
+			args = append(args, q.User)
+		}
+	}
+	if q.ExcludeChat != "" {
+		where = append(where, `chat <> ?`)
+		args = append(args, q.ExcludeChat)
+	}
+	query := `SELECT id, category, content, user, chat, created_at, superseded_by, forgotten FROM memories`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	query += ` ORDER BY created_at DESC, seq DESC`
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, s.dbErr(err)
+	}
+	defer rows.Close()
+	var out []Memory
+	for rows.Next() {
+		var m Memory
+		var created int64
+		if err := rows.Scan(&m.ID, &m.Category, &m.Content, &m.User, &m.Chat, &created, &m.SupersededBy, &m.Forgotten); err != nil {
+			return nil, s.dbErr(err)
+		}
+		m.CreatedAt = time.Unix(0, created).UTC()
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr(err)
+	}
+	return out, nil
+}
+
+// Forget implements [Store]. Forgetting a forgotten memory is not an error.
+func (s *SQLite) Forget(ctx context.Context, id string) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	res, err := s.db.ExecContext(ctx, `UPDATE memories SET forgotten = 1 WHERE id = ?`, id)
+	if err != nil {
+		return s.dbErr(err)
+	}
+	if k, _ := res.RowsAffected(); k == 0 {
+		return fmt.Errorf("forget %q: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// ImportError is an invalid memory in an import; Index counts from 0 in
+// the slice given to Import.
+type ImportError struct {
+	Index int
+	ID    string
+	Err   error
+}
+
+func (e *ImportError) Error() string {
+	if e.ID != "" {
+		return fmt.Sprintf("memory %q: %v", e.ID, e.Err)
+	}
+	return e.Err.Error()
+}
+
+func (e *ImportError) Unwrap() error { return e.Err }
+
+// Import implements [Store]. Ids, times, users, chats and superseded_by
+// are kept; content is normalised and a missing created_at becomes now. An
+// id that is missing, repeated or already stored, an unknown category, or a
+// superseded_by that names no memory fails the whole import with an
+// *[ImportError].
+func (s *SQLite) Import(ctx context.Context, ms []Memory) error {
+	ids := make(map[string]bool, len(ms))
+	clean := make([]Memory, len(ms))
+	now := s.now().UTC()
+	for i, m := range ms {
+		bad := func(err error) error { return &ImportError{Index: i, ID: m.ID, Err: err} }
+		if m.ID == "" {
+			return bad(errors.New("missing id"))
+		}
+		if ids[m.ID] {
+			return bad(errors.New("id appears twice"))
+		}
+		ids[m.ID] = true
+		if err := CheckCategory(s.cats, m.Category); err != nil {
+			return bad(err)
+		}
+		content, err := Normalize(m.Content)
+		if err != nil {
+			return bad(err)
+		}
+		m.Content = content
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = now
+		}
+		m.CreatedAt = m.CreatedAt.UTC()
+		clean[i] = m
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.dbErr(err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO memories (id, category, content, user, chat, created_at, superseded_by, forgotten) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`)
+	if err != nil {
+		return s.dbErr(err)
+	}
+	defer stmt.Close()
+	for i, m := range clean {
+		res, err := stmt.ExecContext(ctx, m.ID, m.Category, m.Content, m.User, m.Chat, m.CreatedAt.UnixNano(), m.SupersededBy, m.Forgotten)
+		if err != nil {
+			return s.dbErr(err)
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return &ImportError{Index: i, ID: m.ID, Err: errors.New("id already exists in the store")}
+		}
+	}
+	// Every superseded_by must name a memory, in this file or already stored.
+	var dangling string
+	err = tx.QueryRowContext(ctx, `SELECT m.superseded_by FROM memories m
+		WHERE m.superseded_by <> '' AND NOT EXISTS (SELECT 1 FROM memories n WHERE n.id = m.superseded_by) LIMIT 1`).Scan(&dangling)
+	switch {
+	case err == nil:
+		for i, m := range clean {
+			if m.SupersededBy == dangling {
+				return &ImportError{Index: i, ID: m.ID, Err: fmt.Errorf("superseded_by %q: %w", dangling, ErrNotFound)}
+			}
+		}
+		return fmt.Errorf("superseded_by %q: %w", dangling, ErrNotFound)
+	case !errors.Is(err, sql.ErrNoRows):
+		return s.dbErr(err)
+	}
+	return s.dbErr(tx.Commit())
+}
