@@ -119,11 +119,15 @@ func TestRealFiles(t *testing.T) {
 	check("github", func(s *Skill) bool {
 		return s.Available && slices.Equal(s.Frontmatter.Requires.Bins, []string{"gh"}) && strings.Contains(s.Description(), "`gh issue`")
 	}, "available via gh, backticks kept")
-	check("summarize", func(s *Skill) bool { return !s.Available && strings.Contains(s.Description(), "“transcribe this YouTube/video”") }, "unavailable, curly quotes kept")
+	check("summarize", func(s *Skill) bool {
+		return !s.Available && strings.Contains(s.Description(), "“transcribe this YouTube/video”")
+	}, "unavailable, curly quotes kept")
 	check("copilot-cli-quickstart", func(s *Skill) bool {
 		return slices.Equal(s.Frontmatter.AllowedTools, []string{"ask_user", "sql", "fetch_copilot_cli_documentation"})
 	}, "comma-separated allowed-tools split")
-	check("brag-sheet", func(s *Skill) bool { return s.Frontmatter.Metadata["version"] == "1.1" && s.Frontmatter.License == "MIT" }, "metadata.version \"1.1\" as a string")
+	check("brag-sheet", func(s *Skill) bool {
+		return s.Frontmatter.Metadata["version"] == "1.1" && s.Frontmatter.License == "MIT"
+	}, "metadata.version \"1.1\" as a string")
 	check("geomaster", func(s *Skill) bool {
 		return s.Frontmatter.Metadata["skill-author"] == "K-Dense Inc." && !strings.Contains(s.Body, "\r") && strings.HasPrefix(s.Body, "#")
 	}, "CRLF normalised, 4-space metadata read")

@@ -181,17 +181,17 @@ func TestDiscoveryAndPrecedence(t *testing.T) {
 	opts.Builtins = builtins
 	opts.Paths = []string{extra, "more"}
 	set := load(t, map[string]string{
-		"skills/pdf/SKILL.md":          skillMD("pdf", "workspace pdf"),
-		"skills/pdf/references/x.md":   "not a skill",
-		"skills/notes.md":              "not a skill either",
-		"skills/empty/README.md":       "a folder without SKILL.md",
-		"skills/LICENSE":               "x",
-		"agent/skills/churn.md":        skillMD("churn", "flat churn"),
-		"agent/skills/pdf.md":          skillMD("pdf", "flat pdf"),
-		"agent/skills/notes.txt":       "ignored",
-		"agent/skills/sub/SKILL.md":    skillMD("sub", "nested, not flat"),
-		"more/inner/SKILL.md":          skillMD("inner", "relative extra"),
-		"skills/.hidden/SKILL.md":      skillMD("hidden", "dot folders are skipped"),
+		"skills/pdf/SKILL.md":        skillMD("pdf", "workspace pdf"),
+		"skills/pdf/references/x.md": "not a skill",
+		"skills/notes.md":            "not a skill either",
+		"skills/empty/README.md":     "a folder without SKILL.md",
+		"skills/LICENSE":             "x",
+		"agent/skills/churn.md":      skillMD("churn", "flat churn"),
+		"agent/skills/pdf.md":        skillMD("pdf", "flat pdf"),
+		"agent/skills/notes.txt":     "ignored",
+		"agent/skills/sub/SKILL.md":  skillMD("sub", "nested, not flat"),
+		"more/inner/SKILL.md":        skillMD("inner", "relative extra"),
+		"skills/.hidden/SKILL.md":    skillMD("hidden", "dot folders are skipped"),
 	}, opts)
 	var got []string
 	for _, sk := range set.Skills {
