@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -243,7 +244,8 @@ func (e *ConfigError) Error() string {
 }
 
 // LoadConfig reads loom.yaml from ws. A missing file gives the defaults and
-// no error. Unknown keys, wrong types and invalid values are a
+// no error. While loom.yaml is unchanged the parse is reused, so the slices
+// and maps of the result are shared: treat them as read-only. Unknown keys, wrong types and invalid values are a
 // *ConfigError naming the line. The preset is detected when the file does
 // not name one.
 func LoadConfig(ws *Workspace) (*Config, error) {
@@ -256,14 +258,44 @@ func LoadConfig(ws *Workspace) (*Config, error) {
 	if err != nil {
 		return nil, &ConfigError{File: ConfigFile, Msg: RefusalMessage(err)}
 	}
-	cfg, err := ParseConfig(ConfigFile, []byte(f.Text))
+	parsed, err := parseCached(f)
 	if err != nil {
 		return nil, err
 	}
+	cfg := *parsed // the cached value stays as parsed; only Preset is filled here
 	if cfg.Preset == "" {
 		cfg.Preset = DetectPreset(ws)
 	}
-	return cfg, nil
+	return &cfg, nil
+}
+
+// configCache keeps parsed configs by *File: the door returns the same
+// pointer while the file is unchanged, so a warm render parses nothing.
+var configCache struct {
+	sync.Mutex
+	m map[*File]configResult
+}
+
+type configResult struct {
+	cfg *Config
+	err error
+}
+
+func parseCached(f *File) (*Config, error) {
+	configCache.Lock()
+	r, ok := configCache.m[f]
+	configCache.Unlock()
+	if ok {
+		return r.cfg, r.err
+	}
+	cfg, err := ParseConfig(f.Path, []byte(f.Text))
+	configCache.Lock()
+	if configCache.m == nil || len(configCache.m) >= 64 { // stale versions pile up; start over
+		configCache.m = map[*File]configResult{}
+	}
+	configCache.m[f] = configResult{cfg, err}
+	configCache.Unlock()
+	return cfg, err
 }
 
 // DetectPreset chooses the preset of a workspace whose loom.yaml names

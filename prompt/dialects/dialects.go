@@ -41,6 +41,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml"
 
@@ -101,12 +102,13 @@ func Load(ws *workspace.Workspace, diags *workspace.Diagnostics) (*Set, error) {
 	return load(ws, diags)
 }
 
-func load(ws *workspace.Workspace, diags *workspace.Diagnostics) (*Set, error) {
+// builtins parses the embedded files once.
+var builtins = sync.OnceValues(func() ([]Dialect, error) {
 	entries, err := fs.ReadDir(builtinFS, "data")
 	if err != nil {
 		return nil, err
 	}
-	set := &Set{}
+	var out []Dialect
 	for _, e := range entries {
 		data, err := fs.ReadFile(builtinFS, "data/"+e.Name())
 		if err != nil {
@@ -116,14 +118,52 @@ func load(ws *workspace.Workspace, diags *workspace.Diagnostics) (*Set, error) {
 		if err != nil {
 			return nil, err
 		}
-		set.builtin = append(set.builtin, d.Dialect)
+		out = append(out, d.Dialect)
 	}
+	return out, nil
+})
+
+func load(ws *workspace.Workspace, diags *workspace.Diagnostics) (*Set, error) {
+	b, err := builtins()
+	if err != nil {
+		return nil, err
+	}
+	set := &Set{builtin: slices.Clone(b)}
 	if ws != nil {
 		set.addWorkspace(ws, diags)
 	}
 	sortDialects(set.builtin)
 	sortDialects(set.custom)
 	return set, nil
+}
+
+// parseCache keeps parsed workspace files by *workspace.File: the door
+// returns the same pointer while a file is unchanged.
+var parseCache struct {
+	sync.Mutex
+	m map[*workspace.File]parseResult
+}
+
+type parseResult struct {
+	p   Parsed
+	err error
+}
+
+func parseFile(f *workspace.File) (Parsed, error) {
+	parseCache.Lock()
+	r, ok := parseCache.m[f]
+	parseCache.Unlock()
+	if ok {
+		return r.p, r.err
+	}
+	p, err := Parse(f.Path, f.Text)
+	parseCache.Lock()
+	if parseCache.m == nil || len(parseCache.m) >= 256 { // stale versions pile up; start over
+		parseCache.m = map[*workspace.File]parseResult{}
+	}
+	parseCache.m[f] = parseResult{p, err}
+	parseCache.Unlock()
+	return p, err
 }
 
 func (s *Set) addWorkspace(ws *workspace.Workspace, diags *workspace.Diagnostics) {
@@ -147,7 +187,7 @@ func (s *Set) addWorkspace(ws *workspace.Workspace, diags *workspace.Diagnostics
 		if !ok {
 			continue
 		}
-		d, err := Parse(rel, f.Text)
+		d, err := parseFile(f)
 		if err != nil {
 			var pe *ParseError
 			line := 0

@@ -1,0 +1,27 @@
+package workspace
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func BenchmarkLoadConfig(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "config", "full.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ConfigFile), data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	ws, err := Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := LoadConfig(ws); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
