@@ -8,7 +8,10 @@ import (
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	cmdInit "github.com/loomctx/loom/cmd/loom/init"
+	cmdRender "github.com/loomctx/loom/cmd/loom/render"
+	cmdSkills "github.com/loomctx/loom/cmd/loom/skills"
 	cmdTokens "github.com/loomctx/loom/cmd/loom/tokens"
+	cmdWatch "github.com/loomctx/loom/cmd/loom/watch"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -32,8 +35,11 @@ func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
 	})
 	root.AddCommand(
 		// commands: keep one per line, sorted
+		cmdRender.NewCmdRender(io, nil),
 		cmdInit.NewCmdInit(io, nil),
+		cmdSkills.NewCmdSkills(io, nil),
 		cmdTokens.NewCmdTokens(io, nil),
+		cmdWatch.NewCmdWatch(io, nil),
 	)
 	return root
 }

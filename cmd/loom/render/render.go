@@ -1,0 +1,139 @@
+// Package render implements `loom render`: the system prompt of a workspace.
+package render
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/cmd/loom/shared"
+	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/prompt"
+)
+
+// Options are the inputs of `loom render`.
+type Options struct {
+	IO     *cmdutil.IOStreams
+	Flags  shared.RenderFlags
+	Format string // markdown or json
+	Report bool   // print the report as a table on stderr
+}
+
+// NewCmdRender returns the render command. runF replaces the run function in
+// tests.
+func NewCmdRender(io *cmdutil.IOStreams, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: io}
+	cmd := &cobra.Command{
+		Use:   "render",
+		Short: "Print the system prompt a workspace gives its agent",
+		Long: `Render the system prompt of a workspace folder (-w, default the current folder).
+
+The prompt goes to stdout. Warnings about files that were refused or left out
+go to stderr as "loom: warning: <file>: <reason>". With --report, a table of
+every section, its tokens and whether it was kept, dropped or truncated goes to
+stderr too; --format json prints the prompt and that report as one object.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Format != "markdown" && opts.Format != "json" {
+				return cmdutil.FlagErrorf("--format must be markdown or json")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return renderRun(cmd.Context(), opts)
+		},
+	}
+	opts.Flags.Bind(cmd)
+	cmd.Flags().StringVar(&opts.Format, "format", "markdown", "output format: markdown or json")
+	cmd.Flags().BoolVar(&opts.Report, "report", false, "print the token report as a table on stderr")
+	return cmd
+}
+
+func renderRun(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, err := Run(ctx, &opts.Flags)
+	if res == nil {
+		return err
+	}
+	if opts.Format == "json" {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		if werr := enc.Encode(res); werr != nil {
+			return werr
+		}
+	} else {
+		if _, werr := io.WriteString(opts.IO.Out, res.Prompt); werr != nil {
+			return werr
+		}
+		if len(res.Prompt) > 0 && res.Prompt[len(res.Prompt)-1] != '\n' {
+			fmt.Fprintln(opts.IO.Out)
+		}
+	}
+	shared.PrintDiagnostics(opts.IO.ErrOut, res)
+	if opts.Report {
+		WriteReport(opts.IO.ErrOut, &res.Report)
+	}
+	return err
+}
+
+// Run renders the prompt the flags describe. On an over-budget prompt it
+// returns both the result and the error.
+func Run(ctx context.Context, f *shared.RenderFlags) (*prompt.Result, error) {
+	o, err := f.Options()
+	if err != nil {
+		return nil, err
+	}
+	ws, err := f.Workspace()
+	if err != nil {
+		return nil, err
+	}
+	b := prompt.New(ws)
+	defer b.Close()
+	res, err := b.Render(ctx, o)
+	var over *md.OverBudgetError
+	if err != nil && !errors.As(err, &over) {
+		return nil, err
+	}
+	return res, err
+}
+
+// WriteReport prints a report as a table: section, sources, tokens, status,
+// then the totals and the diagnostics.
+func WriteReport(w io.Writer, r *prompt.Report) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SECTION\tSOURCES\tTOKENS\tSTATUS\tPRIORITY\tREASON")
+	for _, s := range r.Sections {
+		src := "-"
+		if len(s.Sources) > 0 {
+			src = s.Sources[0]
+			if len(s.Sources) > 1 {
+				src += fmt.Sprintf(" (+%d)", len(s.Sources)-1)
+			}
+		}
+		prio := "-"
+		if s.Priority != nil {
+			prio = fmt.Sprint(*s.Priority)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Name, src, s.Tokens, s.Status, prio, s.Reason)
+	}
+	tw.Flush()
+	budget := "none"
+	if r.Budget != nil {
+		budget = fmt.Sprint(*r.Budget)
+	}
+	fmt.Fprintf(w, "total: %d tokens (%s), budget: %s, preset: %s\n", r.Tokens, r.Encoding, budget, r.Preset)
+	if len(r.Diagnostics) > 0 {
+		fmt.Fprintf(w, "diagnostics:\n")
+		for _, d := range r.Diagnostics {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+	}
+}

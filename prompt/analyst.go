@@ -1,0 +1,159 @@
+package prompt
+
+import (
+	"strings"
+
+	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/prompt/dialects"
+)
+
+// analystSections are the parts of the analyst prompt, nao's structure: the
+// instructions and rules, then a "---"-separated tail of what this project
+// adds (its rules, connections, skills and memory).
+func (st *state) analystSections() []md.Node {
+	return []md.Node{
+		st.section("instructions", md.Sec(2, "Instructions", st.instructions())),
+		st.section("context", st.contextLayout()),
+		st.section("persona", md.Sec(2, "Persona", wording("persona", nil))),
+		st.section("tools", md.Sec(2, "Tool Calls", st.toolRules())),
+		st.section("sql", md.Sec(2, "SQL Query Rules", st.sqlRules())),
+		st.section("citations", md.Sec(2, "Citation Rules", wording("citations", map[string]string{"Tool": "execute_sql"}))),
+		st.section("formatting", md.Sec(2, "Formatting Rules", wording("formatting", nil))),
+		&md.Block{Sep: partSep, Children: []md.Node{
+			st.userRules(),
+			st.section("connections", st.connectionList()),
+			st.skillsSummary(),
+			st.section("memory", st.analystMemory()),
+		}},
+	}
+}
+
+func (st *state) instructions() md.Node {
+	name := st.cfg.Name
+	if name == "" {
+		name = "loom"
+	}
+	return wording("instructions", map[string]string{
+		"Name": name,
+		"Date": st.now.In(st.loc).Format("Monday, January 2, 2006") + " (" + st.loc.String() + ")",
+	})
+}
+
+// contextLayout lists how the project's context is laid out, naming only
+// what this workspace has.
+func (st *state) contextLayout() md.Node {
+	ws := st.ws
+	var items []md.Node
+	if ws.Exists("RULES.md") {
+		items = append(items, md.Item(md.Code("RULES.md"), md.Text(" — the project's own rules and conventions; read it before anything else.")))
+	}
+	if ws.IsDir("semantics") {
+		items = append(items, md.Item(md.Code("semantics/"), md.Text(" — how metrics and business terms are defined.")))
+	}
+	if ws.IsDir("docs") {
+		notion := md.If(ws.IsDir("docs/notion"), md.Span(md.Text(" Pages exported from Notion are under "), md.Code("docs/notion/"), md.Text(".")))
+		items = append(items, md.Item(md.Code("docs/"), md.Text(" — business documentation."), notion))
+	}
+	if repos := st.subfolders("repos"); len(repos) > 0 {
+		items = append(items, md.Item(md.Code(strings.Join(repos, ", ")), md.Text(" — source code repositories.")))
+	}
+	if ws.IsDir("databases") {
+		items = append(items, md.Item(
+			md.Code("databases/"),
+			md.Text(" — what is known about each warehouse, one folder per table: "),
+			md.Code("type=<type>/database=<database>/schema=<schema>/table=<table>/"),
+			md.Text(". A table folder holds Markdown files:"),
+			md.UL(
+				md.Item(md.Code("annotations.md"), md.Text(" — notes written by people; when it disagrees with a generated file, it is right.")),
+				md.Item(md.Code("columns.md"), md.Text(" — the columns and their types.")),
+				md.Item(md.Code("preview.md"), md.Text(" — a few sample rows.")),
+				md.Item(md.Code("profiling.md"), md.Text(" — value statistics, when they were generated.")),
+			),
+		))
+	}
+	if ws.IsDir("agent/skills") || ws.IsDir("skills") {
+		items = append(items, md.Item(md.Text("Skills — step-by-step guides for recurring tasks, listed below with where to read them.")))
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	return md.Sec(2, "How This Project Is Organised",
+		md.Text("Everything you know about this project is in files in its folder:"),
+		md.UL(items...),
+	)
+}
+
+func (st *state) subfolders(dir string) []string {
+	entries, err := st.ws.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, dir+"/"+e.Name()+"/")
+		}
+	}
+	return out
+}
+
+func (st *state) toolRules() md.Node {
+	var dialectRules []md.Node
+	for _, d := range st.dialects {
+		for _, r := range d.Tools {
+			dialectRules = append(dialectRules, md.Item(dialectText(d, r)))
+		}
+	}
+	return md.Lines(
+		wording("tool-calls", map[string]bool{
+			"SQL":     hasTool(st.opts.Tools, "execute_sql"),
+			"Clarify": !st.opts.TestMode && hasTool(st.opts.Tools, "clarification"),
+		}),
+		md.UL(dialectRules...),
+	)
+}
+
+func (st *state) sqlRules() md.Node {
+	var dialectRules []md.Node
+	for _, d := range st.dialects {
+		for i, r := range d.SQL {
+			dialectRules = append(dialectRules, md.Item(
+				md.If(i == 0, md.Group{md.Bold(md.Text(d.Label), md.Raw(":")), md.Raw(" ")}),
+				dialectText(d, r),
+			))
+		}
+	}
+	return md.Lines(wording("sql-rules", nil), md.UL(dialectRules...))
+}
+
+// dialectText is a rule as it should enter the prompt: loom's own rules are
+// loom's text, a workspace's are workspace text.
+func dialectText(d dialects.Dialect, rule string) md.Node {
+	if strings.HasPrefix(d.Source, "builtin:") {
+		return md.Raw(rule)
+	}
+	return md.Text(rule)
+}
+
+func (st *state) userRules() md.Node {
+	if st.disabled("rules") {
+		return nil
+	}
+	f, ok := st.ws.Read("RULES.md", &st.diags)
+	if !ok {
+		return nil
+	}
+	if strings.TrimSpace(f.Text) == "" {
+		return nil
+	}
+	return st.section("rules", md.Sec(2, "User Rules", md.Text(strings.TrimRight(f.Text, "\n")))).From(f.Path)
+}
+
+func (st *state) connectionList() md.Node {
+	if len(st.connections) == 0 {
+		return nil
+	}
+	return md.Sec(2, "Current Connections", md.UL(md.Map(st.connections, func(c Connection) md.Node {
+		return md.Item(md.Text(c.Type), md.Raw(" database="), md.Text(c.Database))
+	})))
+}

@@ -1,0 +1,195 @@
+package prompt
+
+import (
+	"strings"
+
+	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/skills"
+	"github.com/loomctx/loom/starter"
+	"github.com/loomctx/loom/workspace"
+)
+
+// BootstrapFiles are the assistant's workspace files, in prompt order.
+var BootstrapFiles = []string{"AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md"}
+
+// partSep separates the assistant's parts and the analyst's tail.
+const partSep = "\n\n---\n\n"
+
+// assistantSections are the parts of the assistant prompt, nanobot's
+// structure: identity, bootstrap files, memory, always-on skills, skills
+// summary. Nothing in it depends on the clock.
+func (st *state) assistantSections() []md.Node {
+	return []md.Node{
+		st.section("identity", st.identity()),
+		st.bootstrap(),
+		st.section("memory", st.assistantMemory()),
+		st.activeSkills(),
+		st.skillsSummary(),
+	}
+}
+
+func (st *state) identity() md.Node {
+	name := st.cfg.Name
+	if name == "" {
+		name = "loom"
+	}
+	desc := strings.TrimSpace(st.cfg.Description)
+	if desc == "" {
+		desc = "a helpful personal assistant"
+	}
+	if !strings.HasSuffix(desc, ".") && !strings.HasSuffix(desc, "!") && !strings.HasSuffix(desc, "?") {
+		desc += "."
+	}
+	goos, goarch := runtimeOf(st.opts)
+	policy := wording("policy-posix", nil)
+	custom := st.cfg.Runtime.Policy.POSIX
+	if goos == "windows" {
+		policy, custom = wording("policy-windows", nil), st.cfg.Runtime.Policy.Windows
+	}
+	if custom != "" {
+		policy = md.Text(strings.TrimSpace(custom))
+	}
+	heading := md.Text(name)
+	if st.cfg.Emoji != "" {
+		heading = md.Text(name + " " + st.cfg.Emoji)
+	}
+	return md.Doc(
+		md.Title(1, heading),
+		wording("identity", map[string]any{
+			"Name":        name,
+			"Description": desc,
+			"Runtime":     osName(goos) + " " + goarch,
+		}),
+		policy,
+		wording("guidelines", nil),
+	)
+}
+
+func osName(goos string) string {
+	switch goos {
+	case "darwin":
+		return "macOS"
+	case "linux":
+		return "Linux"
+	case "windows":
+		return "Windows"
+	}
+	return goos
+}
+
+// bootstrap is each bootstrap file as "## FILE", joined by blank lines.
+// Empty files and untouched starter templates are left out, with a
+// diagnostic.
+func (st *state) bootstrap() md.Node {
+	var files md.Group
+	for _, name := range BootstrapFiles {
+		section := strings.ToLower(strings.TrimSuffix(name, ".md"))
+		if st.disabled(section) {
+			continue
+		}
+		f, ok := st.ws.Read(name, &st.diags)
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.TrimSpace(f.Text) == "":
+			st.diags.Add(workspace.Warning, f.Path, 0, "prompt.empty-file", "left out: the file is empty")
+			continue
+		case starter.IsUntouched(name, f.Text):
+			st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still loom's starter template")
+			continue
+		}
+		files = append(files, st.section(section,
+			md.Title(2, md.Text(name)),
+			md.Text(strings.TrimRight(f.Text, "\n")),
+		).From(f.Path))
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	return md.Named("bootstrap", md.Doc(files...))
+}
+
+// assistantMemory is "# Memory": the long-term memory file, then the
+// structured memories by category.
+func (st *state) assistantMemory() md.Node {
+	return md.Doc(
+		md.Sec(1, "Memory",
+			st.memoryFile(2),
+			st.structuredMemories(2),
+		),
+	)
+}
+
+// memoryFile is memory/MEMORY.md, cut at a line boundary when it is over its
+// own budget or when the prompt's budget needs the room.
+func (st *state) memoryFile(level int) md.Node {
+	if st.memoryText == nil {
+		return nil
+	}
+	return md.Named("memory_file",
+		md.Title(level, md.Text("Long-term Memory")),
+		md.Text(strings.TrimRight(st.memoryText.Text, "\n")),
+	).Prio(prioMemoryFile).Truncate(st.sectionCap("memory_file")).From(st.memoryText.Path)
+}
+
+func (st *state) activeSkills() md.Node {
+	if st.skills == nil || st.disabled("active_skills") {
+		return nil
+	}
+	return adopt(st.skills.Active(skills.PromptOptions{}), "active_skills", func(s *md.Scope) { s.Prio(prioActive) })
+}
+
+func (st *state) skillsSummary() md.Node {
+	if st.skills == nil || st.disabled("skills") {
+		return nil
+	}
+	var n md.Node
+	if st.preset == Analyst {
+		n = st.skills.Listing(skills.PromptOptions{Priority: prioSkills + len(st.skills.Skills)})
+	} else {
+		n = st.skills.Summary(skills.PromptOptions{Priority: prioSkills + len(st.skills.Skills)})
+	}
+	return adopt(n, "skills", func(s *md.Scope) {
+		if c := st.sectionCap("skills"); c > 0 {
+			s.Truncate(c)
+		}
+	})
+}
+
+// adopt names the scope a package returned — the node itself, or the one
+// scope that is a section's whole body — so that each section appears once in
+// the report under its section name, and applies fn to it. A plain node is
+// wrapped in a new scope.
+func adopt(n md.Node, name string, fn func(*md.Scope)) md.Node {
+	rename := func(sc *md.Scope) *md.Scope {
+		c := *sc
+		c.Name = name
+		fn(&c)
+		return &c
+	}
+	switch n := n.(type) {
+	case nil:
+		return nil
+	case *md.Scope:
+		if n == nil {
+			return nil
+		}
+		return rename(n)
+	case *md.Section:
+		if n != nil && len(n.Body) == 1 {
+			if sc, ok := n.Body[0].(*md.Scope); ok && sc != nil {
+				c := *n
+				c.Body = []md.Node{rename(sc)}
+				return &c
+			}
+		}
+	}
+	sc := md.Named(name, n)
+	fn(sc)
+	return sc
+}
+
+func skillsOpts(level int) skills.PromptOptions {
+	return skills.PromptOptions{Level: level}
+}

@@ -1,0 +1,254 @@
+package prompt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/prompt/dialects"
+	"github.com/loomctx/loom/skills"
+	"github.com/loomctx/loom/starter"
+	"github.com/loomctx/loom/tokens"
+	"github.com/loomctx/loom/workspace"
+)
+
+// Priorities decide what a budget drops first: the end of the skills
+// summary, then memories (the least important first), then the long-term
+// memory file, which is cut rather than dropped, then always-on skills.
+// Everything else is never dropped.
+const (
+	prioSkills      = 1000 // + position from the end
+	prioMemoryItems = 2000 // + rank
+	prioMemoryFile  = 3000
+	prioActive      = 4000
+)
+
+// state is everything one render needs, gathered from the workspace.
+type state struct {
+	ws       *workspace.Workspace
+	cfg      *workspace.Config
+	opts     Options
+	preset   string
+	encoding string
+	counter  tokens.Counter
+	budget   int
+	now      time.Time
+	loc      *time.Location
+	diags    workspace.Diagnostics
+
+	skills      *skills.Set
+	memoryText  *workspace.File
+	memories    *memory.Selection
+	connections []Connection
+	dialects    []dialects.Dialect
+
+	extraEntries []md.Entry
+}
+
+func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
+	ws := b.ws
+	cfg, err := workspace.LoadConfig(ws)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{ws: ws, cfg: cfg, opts: opts}
+	st.preset = cfg.Preset
+	if opts.Preset != "" {
+		st.preset = opts.Preset
+	}
+	if st.preset != Assistant && st.preset != Analyst {
+		return nil, fmt.Errorf("unknown preset %q (use %s or %s)", st.preset, Assistant, Analyst)
+	}
+	enc, model := cfg.Encoding, cfg.Model
+	if opts.Encoding != "" || opts.Model != "" {
+		enc, model = opts.Encoding, opts.Model
+	}
+	st.counter, st.encoding, err = counterFor(enc, model, &st.diags)
+	if err != nil {
+		return nil, err
+	}
+	st.budget = cfg.Budget.Total
+	if opts.Budget != 0 {
+		st.budget = opts.Budget
+	}
+	if opts.Budget < 0 {
+		return nil, fmt.Errorf("budget must be a positive number of tokens (got %d)", opts.Budget)
+	}
+	if opts.Tools == nil && cfg.Tools != nil {
+		st.opts.Tools = cfg.Tools
+	}
+
+	st.now = opts.Now
+	if st.now.IsZero() && st.preset == Analyst && !opts.Subagent {
+		st.now = time.Now()
+	}
+	zone := cfg.Timezone
+	if opts.Timezone != "" {
+		zone = opts.Timezone
+	}
+	st.loc = time.UTC
+	if zone != "" {
+		if loc, err := time.LoadLocation(zone); err == nil {
+			st.loc = loc
+		} else {
+			st.diags.Add(workspace.Warning, cfg.File, cfg.Line("timezone"), "config.timezone", "unknown time zone %q; using UTC", zone)
+		}
+	}
+
+	if !st.disabled("skills") || !st.disabled("active_skills") {
+		st.skills = b.loadSkills(cfg)
+		st.diags = append(st.diags, st.skills.Diagnostics...)
+		for _, s := range st.skills.Skills {
+			st.diags = append(st.diags, s.Diagnostics...)
+		}
+	}
+	if !opts.Subagent && !st.disabled("memory") {
+		if f, ok := ws.Read("memory/MEMORY.md", &st.diags); ok && strings.TrimSpace(f.Text) != "" {
+			if starter.IsUntouched("memory/MEMORY.md", f.Text) {
+				st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still loom's starter template")
+			} else {
+				st.memoryText = f
+			}
+		}
+		st.memories = b.selectMemories(ctx, st)
+	}
+	if st.preset == Analyst && !opts.Subagent {
+		st.connections = Connections(ws, &st.diags)
+		set, err := dialects.Load(ws, &st.diags)
+		if err != nil {
+			return nil, err
+		}
+		types := make([]string, len(st.connections))
+		for i, c := range st.connections {
+			types[i] = c.Type
+		}
+		st.dialects = set.For(types)
+	}
+	return st, nil
+}
+
+func (b *Builder) loadSkills(cfg *workspace.Config) *skills.Set {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	opts := skills.Options{Paths: cfg.Skills.Paths}
+	if cfg.Skills.AbsolutePaths != nil {
+		opts.AbsolutePaths = *cfg.Skills.AbsolutePaths
+	}
+	if b.skills == nil || !slices.Equal(b.skills.Options().Paths, opts.Paths) || b.skills.Options().AbsolutePaths != opts.AbsolutePaths {
+		b.skills = skills.New(b.ws, opts)
+	}
+	return b.skills.Load()
+}
+
+// selectMemories opens the memory store if the workspace has one, and picks
+// memories within the memory budget. A broken store costs the memories, not
+// the render.
+func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selection {
+	root := st.ws.Root()
+	if root == "" {
+		return nil
+	}
+	dbPath := memory.DBPath(root)
+	if st.cfg.Memory.DB != "" {
+		dbPath = st.cfg.Memory.DB
+		if !strings.HasPrefix(dbPath, "/") {
+			dbPath = st.ws.Abs(dbPath)
+		}
+	}
+	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	store, err := b.openStore(dbPath)
+	if err != nil {
+		st.diags.Add(workspace.Error, relTo(root, dbPath), 0, "memory.store", "%s; memories left out", err)
+		return nil
+	}
+	list, err := store.List(ctx, memory.Query{User: st.opts.User})
+	if err != nil {
+		st.diags.Add(workspace.Error, relTo(root, dbPath), 0, "memory.store", "%s; memories left out", err)
+		return nil
+	}
+	cats := memory.DefaultCategories
+	if len(st.cfg.Memory.Categories) > 0 {
+		cats = make([]memory.Category, len(st.cfg.Memory.Categories))
+		for i, c := range st.cfg.Memory.Categories {
+			cats[i] = memory.Category{Name: c.Name, Label: c.Label}
+		}
+	}
+	budget := st.cfg.Memory.Budget
+	if st.opts.MemoryBudget > 0 {
+		budget = st.opts.MemoryBudget
+	}
+	if budget <= 0 {
+		budget = workspace.DefaultMemoryBudget
+	}
+	var sel memory.SelectOptions
+	if st.opts.ChatID != "" && st.cfg.Memory.ExcludeCurrentChat != nil && *st.cfg.Memory.ExcludeCurrentChat {
+		sel.ExcludeChat = st.opts.ChatID
+	}
+	s := memory.Select(list, cats, budget, st.counter, sel)
+	return &s
+}
+
+func (b *Builder) openStore(dbPath string) (memory.Store, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.store != nil && b.storeID == dbPath {
+		return b.store, nil
+	}
+	if b.store != nil {
+		b.store.Close()
+		b.store = nil
+	}
+	s, err := memory.OpenSQLite(dbPath)
+	if err != nil {
+		return nil, err
+	}
+	b.store, b.storeID = s, dbPath
+	return s, nil
+}
+
+func relTo(root, p string) string {
+	if strings.HasPrefix(p, root+"/") {
+		return strings.TrimPrefix(p, root+"/")
+	}
+	return path.Base(p)
+}
+
+func (st *state) disabled(section string) bool {
+	return slices.Contains(st.cfg.Disable, section)
+}
+
+func (st *state) rendererOptions() []md.Option {
+	opts := []md.Option{md.WithCounter(st.counter)}
+	if st.budget > 0 {
+		opts = append(opts, md.WithBudget(st.budget))
+	}
+	return opts
+}
+
+// sectionCap is the per-section budget from loom.yaml, or 0.
+func (st *state) sectionCap(name string) int {
+	return st.cfg.Budget.Sections[name]
+}
+
+// section wraps a top-level part of the default prompt in a named scope,
+// applies its own budget from loom.yaml and leaves it out when disabled.
+func (st *state) section(name string, children ...md.Node) *md.Scope {
+	if st.disabled(name) {
+		return nil
+	}
+	s := md.Named(name, children...)
+	if c := st.sectionCap(name); c > 0 {
+		s.Truncate(c)
+	}
+	return s
+}

@@ -1,0 +1,73 @@
+package prompt
+
+import (
+	"fmt"
+
+	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/memory"
+)
+
+// structuredMemories renders the selected memories as one section per
+// category, at the given heading level. Every memory is a scope, so a tight
+// prompt budget can drop more of them (the least important first); the
+// memories the memory budget already left out are reported and counted in a
+// closing line, never dropped in silence.
+func (st *state) structuredMemories(level int) md.Node {
+	sel := st.memories
+	if sel == nil {
+		return nil
+	}
+	for _, lo := range sel.LeftOut {
+		reason := fmt.Sprintf("did not fit the memory budget of %d tokens", sel.Budget)
+		switch lo.Reason {
+		case memory.ReasonInactive:
+			continue
+		case memory.ReasonCurrentChat:
+			reason = "came from the current chat"
+		case memory.ReasonUnknownCategory:
+			reason = fmt.Sprintf("category %q is not configured", lo.Memory.Category)
+		}
+		st.extraEntries = append(st.extraEntries, md.Entry{
+			Name:    "memory/" + lo.Memory.ID,
+			Tokens:  lo.Tokens,
+			Status:  md.Dropped,
+			Sources: []string{},
+			Reason:  reason,
+			Start:   -1, End: -1,
+		})
+	}
+	leftOut := sel.OverBudget()
+	rank := sel.Chosen
+	var groups md.Group
+	for _, g := range sel.Groups {
+		var items []md.Node
+		for _, m := range g.Memories {
+			items = append(items, md.Named("memory/"+m.ID, md.Item(md.Text(m.Content))).Prio(prioMemoryItems+rank))
+			rank--
+		}
+		groups = append(groups, md.Sec(level+1, g.Category.Label, md.UL(items...)))
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	return md.Named("memories",
+		md.Group(groups),
+		md.If(leftOut > 0, md.Text(memory.LeftOutNotice(leftOut))),
+	).OnDrop(func(n int) md.Node {
+		return md.Text(memory.LeftOutNotice(n))
+	})
+}
+
+// analystMemory is nao's memory block: "## Memory", a sentence on where the
+// memories come from, then a section per category.
+func (st *state) analystMemory() md.Node {
+	mem := st.structuredMemories(2)
+	if mem == nil && st.memoryText == nil {
+		return nil
+	}
+	return md.Sec(2, "Memory",
+		md.If(mem != nil, wording("memory-intro", nil)),
+		st.memoryFile(3),
+		mem,
+	)
+}

@@ -1,0 +1,195 @@
+// Package prompt builds an agent's system prompt from its workspace folder.
+//
+// A [Builder] reads the workspace through its door (see package workspace),
+// picks a preset — [Assistant], nanobot's structure, or [Analyst], nao's —
+// and renders a tree of sections with package md, within a token budget when
+// one is set. Each section is an ordinary function returning an md.Node, and
+// each top-level section is a named md scope, so a workspace override can
+// place one with {{ section:NAME }} and the report can say what every section
+// cost.
+//
+// Workspace text (bootstrap files, RULES.md, memories, skills, overrides) is
+// put in as md.Text; loom's own wording lives in embedded files under text/.
+package prompt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/skills"
+	"github.com/loomctx/loom/tokens"
+	"github.com/loomctx/loom/workspace"
+)
+
+// Presets.
+const (
+	Assistant = "assistant"
+	Analyst   = "analyst"
+)
+
+// Options are the inputs of one render besides the workspace. Zero values
+// mean "as loom.yaml says, else the default".
+type Options struct {
+	Preset   string // "", Assistant or Analyst
+	Channel  string // slack, whatsapp, …: picks an override file and a wrapper
+	ChatURL  string // adds the conversation-link section
+	Fork     *Fork  // adds the selection-context section
+	Subagent bool   // the smaller prompt for a subagent
+
+	Now      time.Time // the analyst's date; zero means the clock
+	Timezone string    // IANA zone for the date
+	TestMode bool      // leaves out the clarification rule
+	Tools    []string  // gates tool-specific rules; nil means all tools
+
+	User         string // whose memories to select; "" is the workspace scope
+	ChatID       string // the current chat, left out of memory when configured
+	MemoryBudget int    // tokens for structured memories
+
+	Budget   int    // total token budget; 0 means none
+	Encoding string // o200k_base, cl100k_base or chars4
+	Model    string // picks the encoding when Encoding is empty
+
+	GOOS, GOARCH string // the runtime shown to the assistant; default this process's
+}
+
+// Fork is the conversation a chat was forked from, with the passage the user
+// selected.
+type Fork struct {
+	Title     string `json:"title"`
+	Author    string `json:"author"`
+	Selection string `json:"selection"`
+}
+
+// Result is a rendered prompt and its report.
+type Result struct {
+	Prompt string `json:"prompt"`
+	Report Report `json:"report"`
+}
+
+// Report is what a render cost and what it left out. Its JSON shape is the
+// one `loom render --format json` prints.
+type Report struct {
+	Encoding    string                 `json:"encoding"`
+	Tokens      int                    `json:"tokens"`
+	Budget      *int                   `json:"budget"`
+	Preset      string                 `json:"preset"`
+	Sections    []md.Entry             `json:"sections"`
+	Diagnostics []workspace.Diagnostic `json:"diagnostics"`
+}
+
+// Builder renders the prompts of one workspace. It caches what it parsed by
+// file identity, so rendering again with no file changed reads and tokenizes
+// nothing again. A Builder is safe for concurrent use.
+type Builder struct {
+	ws *workspace.Workspace
+
+	mu      sync.Mutex
+	skills  *skills.Loader
+	store   memory.Store
+	storeID string // path of the open store
+}
+
+// New returns a builder for ws.
+func New(ws *workspace.Workspace) *Builder { return &Builder{ws: ws} }
+
+// Workspace returns the builder's workspace.
+func (b *Builder) Workspace() *workspace.Workspace { return b.ws }
+
+// Close releases the memory store, if one was opened.
+func (b *Builder) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.store != nil {
+		err := b.store.Close()
+		b.store = nil
+		return err
+	}
+	return nil
+}
+
+// Render builds and renders the system prompt. Diagnostics in the report say
+// what was refused or left out; an error means no prompt could be made. When
+// the prompt is over budget even with everything droppable dropped, Render
+// returns it anyway, with an *md.OverBudgetError.
+func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
+	st, err := b.gather(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	tree := st.tree()
+	r := md.NewRenderer(st.rendererOptions()...)
+	res, rerr := r.Render(tree)
+	var over *md.OverBudgetError
+	if rerr != nil && !errors.As(rerr, &over) {
+		return nil, rerr
+	}
+	rep := Report{
+		Encoding:    st.encoding,
+		Tokens:      res.Report.Tokens,
+		Budget:      res.Report.Budget,
+		Preset:      st.preset,
+		Sections:    append(res.Report.Sections, st.extraEntries...),
+		Diagnostics: st.diags,
+	}
+	if rep.Diagnostics == nil {
+		rep.Diagnostics = workspace.Diagnostics{}
+	}
+	return &Result{Prompt: res.Text, Report: rep}, rerr
+}
+
+// Render is a one-shot [Builder.Render] for the workspace at dir.
+func Render(ctx context.Context, dir string, opts Options) (*Result, error) {
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	b := New(ws)
+	defer b.Close()
+	return b.Render(ctx, opts)
+}
+
+// counterFor picks the token counter: the encoding by name, else by model,
+// else o200k_base. A model loom does not know falls back to o200k_base with a
+// diagnostic.
+func counterFor(encoding, model string, diags *workspace.Diagnostics) (tokens.Counter, string, error) {
+	if encoding != "" {
+		c, err := tokens.Get(encoding)
+		if err != nil {
+			return nil, "", err
+		}
+		return c, encoding, nil
+	}
+	if model != "" {
+		c, res := tokens.ForModel(model)
+		if res.Fallback {
+			diags.Add(workspace.Warning, "", 0, "tokens.model-fallback", "model %q is not known; counting with %s", model, res.Encoding)
+		}
+		return c, res.Encoding, nil
+	}
+	c, err := tokens.Get(tokens.Default)
+	return c, tokens.Default, err
+}
+
+func runtimeOf(opts Options) (goos, goarch string) {
+	goos, goarch = opts.GOOS, opts.GOARCH
+	if goos == "" {
+		goos = runtime.GOOS
+	}
+	if goarch == "" {
+		goarch = runtime.GOARCH
+	}
+	return goos, goarch
+}
+
+func hasTool(tools []string, name string) bool {
+	return tools == nil || slices.Contains(tools, name)
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
