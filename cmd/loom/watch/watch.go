@@ -1,0 +1,221 @@
+// Package watch implements `loom watch`: re-render a workspace's prompt
+// every time its skills (or its root files) change.
+package watch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/cmd/loom/render"
+	"github.com/loomctx/loom/cmd/loom/shared"
+	lskills "github.com/loomctx/loom/skills"
+	"github.com/loomctx/loom/workspace"
+)
+
+// Options are the inputs of `loom watch`.
+type Options struct {
+	IO    *cmdutil.IOStreams
+	Flags shared.RenderFlags
+	Diff  bool
+	// Debounce overrides loom.yaml's skills.debounce when set.
+	Debounce time.Duration
+	// Render renders the prompt once. Nil renders with the render flags, as
+	// `loom render` does.
+	Render func(ctx context.Context) (string, error)
+	// Ready, when set, is called once the watcher is running: tests wait on
+	// it instead of sleeping.
+	Ready func()
+}
+
+// NewCmdWatch returns the watch command. runF replaces the run function in
+// tests.
+func NewCmdWatch(io *cmdutil.IOStreams, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: io}
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Re-render the prompt whenever the workspace's skills change",
+		Long: `Render the prompt, then watch the workspace's skill folders (and its root
+files) and render again after every change, once edits have settled for the
+debounce time (loom.yaml skills.debounce, default 300ms). Each new prompt goes
+to stdout; with --diff only the lines that changed, as "-" and "+" lines.
+Stop with Ctrl-C.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+			defer stop()
+			return Run(ctx, opts)
+		},
+	}
+	opts.Flags.Bind(cmd)
+	cmd.Flags().BoolVar(&opts.Diff, "diff", false, "print only what changed after the first render")
+	cmd.Flags().DurationVar(&opts.Debounce, "debounce", 0, "quiet time before re-rendering (default: loom.yaml's skills.debounce)")
+	return cmd
+}
+
+// Run renders once, then again on every change, until ctx ends.
+func Run(ctx context.Context, opts *Options) error {
+	if opts.Flags.Example != "" {
+		return cmdutil.FlagErrorf("--example cannot be watched: it is built in")
+	}
+	ws, err := workspace.Open(opts.Flags.Dir)
+	if err != nil {
+		return err
+	}
+	cfg, err := workspace.LoadConfig(ws)
+	if err != nil {
+		return err
+	}
+	lo, wo := lskills.FromConfig(cfg)
+	if opts.Debounce != 0 {
+		wo.Debounce = opts.Debounce
+	}
+	wo.Also = []string{".", "memory"}
+	renderFn := opts.Render
+	if renderFn == nil {
+		renderFn = func(ctx context.Context) (string, error) {
+			res, err := render.Run(ctx, &opts.Flags)
+			if res == nil {
+				return "", err
+			}
+			shared.PrintDiagnostics(opts.IO.ErrOut, res)
+			return res.Prompt, nil // an over-budget prompt is still shown
+		}
+	}
+	w, err := lskills.Watch(lskills.New(ws, lo), wo)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+
+	prev, err := renderFn(ctx)
+	if err != nil {
+		return err
+	}
+	writeText(opts.IO.Out, prev)
+	if opts.Ready != nil {
+		opts.Ready()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case c, ok := <-w.Changes():
+			if !ok {
+				return nil
+			}
+			if c.Err != nil {
+				fmt.Fprintf(opts.IO.ErrOut, "loom: watch: %v\n", c.Err)
+				continue
+			}
+			cmdutil.PrintDiagnostics(opts.IO.ErrOut, onlyErrors(c.Set.Diagnostics))
+			next, err := renderFn(ctx)
+			if err != nil {
+				fmt.Fprintf(opts.IO.ErrOut, "loom: %v\n", err)
+				continue
+			}
+			fmt.Fprintf(opts.IO.ErrOut, "loom: changed: %s\n", strings.Join(c.Paths, ", "))
+			if opts.Diff {
+				d := Diff(prev, next)
+				if d == "" {
+					d = "(no change to the prompt)\n"
+				}
+				io.WriteString(opts.IO.Out, d)
+			} else {
+				writeText(opts.IO.Out, next)
+			}
+			prev = next
+		}
+	}
+}
+
+func onlyErrors(ds workspace.Diagnostics) []workspace.Diagnostic {
+	var out []workspace.Diagnostic
+	for _, d := range ds {
+		if d.Severity == workspace.Error {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func writeText(w io.Writer, s string) {
+	io.WriteString(w, s)
+	if !strings.HasSuffix(s, "\n") {
+		io.WriteString(w, "\n")
+	}
+}
+
+// Diff returns the lines that differ between a and b: an "@@ line N" header
+// per changed run, then "-" lines from a and "+" lines from b. Equal texts
+// give "". Common lines at both ends are skipped first, so a small edit to a
+// long prompt costs little; the middle is compared by longest common
+// subsequence.
+func Diff(a, b string) string {
+	if a == b {
+		return ""
+	}
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	pre := 0
+	for pre < len(al) && pre < len(bl) && al[pre] == bl[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(al)-pre && suf < len(bl)-pre && al[len(al)-1-suf] == bl[len(bl)-1-suf] {
+		suf++
+	}
+	am, bm := al[pre:len(al)-suf], bl[pre:len(bl)-suf]
+	// lcs[i][j] is the LCS length of am[i:] and bm[j:].
+	lcs := make([][]int, len(am)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(bm)+1)
+	}
+	for i := len(am) - 1; i >= 0; i-- {
+		for j := len(bm) - 1; j >= 0; j-- {
+			if am[i] == bm[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out strings.Builder
+	inRun := false
+	header := func(line int) {
+		if !inRun {
+			fmt.Fprintf(&out, "@@ line %d\n", line)
+			inRun = true
+		}
+	}
+	i, j := 0, 0
+	for i < len(am) || j < len(bm) {
+		switch {
+		case i < len(am) && j < len(bm) && am[i] == bm[j]:
+			i, j = i+1, j+1
+			inRun = false
+		case j < len(bm) && (i == len(am) || lcs[i][j+1] >= lcs[i+1][j]):
+			header(pre + j + 1)
+			out.WriteString("+" + bm[j] + "\n")
+			j++
+		default:
+			header(pre + j + 1)
+			out.WriteString("-" + am[i] + "\n")
+			i++
+		}
+	}
+	return out.String()
+}
