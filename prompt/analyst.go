@@ -5,6 +5,8 @@ import (
 
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/prompt/dialects"
+	"github.com/loomctx/loom/starter"
+	"github.com/loomctx/loom/workspace"
 )
 
 // analystSections are the parts of the analyst prompt, nao's structure: the
@@ -113,15 +115,20 @@ func (st *state) toolRules() md.Node {
 	)
 }
 
+// sqlRules are loom's general rules, then one item per connected dialect
+// with that dialect's rules nested under its label, so that no rule reads as
+// if it held for every database.
 func (st *state) sqlRules() md.Node {
 	var dialectRules []md.Node
 	for _, d := range st.dialects {
-		for i, r := range d.SQL {
-			dialectRules = append(dialectRules, md.Item(
-				md.If(i == 0, md.Group{md.Bold(md.Text(d.Label), md.Raw(":")), md.Raw(" ")}),
-				dialectText(d, r),
-			))
+		if len(d.SQL) == 0 {
+			continue
 		}
+		rules := make([]md.Node, len(d.SQL))
+		for i, r := range d.SQL {
+			rules[i] = md.Item(dialectText(d, r))
+		}
+		dialectRules = append(dialectRules, md.Item(md.Bold(md.Text(d.Label), md.Raw(":")), md.UL(rules...)))
 	}
 	return md.Lines(wording("sql-rules", nil), md.UL(dialectRules...))
 }
@@ -143,7 +150,11 @@ func (st *state) userRules() md.Node {
 	if !ok {
 		return nil
 	}
-	if strings.TrimSpace(f.Text) == "" {
+	switch {
+	case strings.TrimSpace(f.Text) == "":
+		return nil
+	case starter.IsUntouched(f.Path, f.Text):
+		st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still loom's starter template")
 		return nil
 	}
 	return st.section("rules", md.Sec(2, "User Rules", md.Text(strings.TrimRight(f.Text, "\n")))).From(f.Path)

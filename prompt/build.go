@@ -191,7 +191,7 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 		budget = workspace.DefaultMemoryBudget
 	}
 	var sel memory.SelectOptions
-	if st.opts.ChatID != "" && st.cfg.Memory.ExcludeCurrentChat != nil && *st.cfg.Memory.ExcludeCurrentChat {
+	if st.opts.ChatID != "" && st.cfg.Memory.ExcludesCurrentChat() {
 		sel.ExcludeChat = st.opts.ChatID
 	}
 	s := memory.Select(list, cats, budget, st.counter, sel)

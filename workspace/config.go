@@ -213,7 +213,7 @@ const (
 	DefaultMemoryBudget    = 1000
 	DefaultSkillsDebounce  = 300 * time.Millisecond
 	DefaultLLMTimeout      = 60 * time.Second
-	DefaultRuntimePosition = "before"
+	DefaultRuntimePosition = "after" // after the user text: the default, and nanobot's latest
 )
 
 // DefaultConfig is the configuration of a workspace without loom.yaml,

@@ -96,7 +96,7 @@ func TestConfigEmpty(t *testing.T) {
 func assertDefaults(t *testing.T, c *Config) {
 	t.Helper()
 	if c.MaxFileSize != DefaultMaxFileSize || c.Memory.Budget != 1000 || c.Skills.Debounce.Std() != 300*time.Millisecond ||
-		c.LLM.Timeout.Std() != time.Minute || c.Runtime.Placement != "before" || c.Budget.Total != 0 {
+		c.LLM.Timeout.Std() != time.Minute || c.Runtime.Placement != "after" || c.Budget.Total != 0 {
 		t.Errorf("defaults not kept: %+v", c)
 	}
 	if c.Skills.UsesAbsolutePaths() || !c.Memory.ExcludesCurrentChat() || c.LLM.ExtractionEnabled() || c.LLM.ConsolidationEnabled() {

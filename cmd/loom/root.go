@@ -35,8 +35,8 @@ func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
 	})
 	root.AddCommand(
 		// commands: keep one per line, sorted
-		cmdRender.NewCmdRender(io, nil),
 		cmdInit.NewCmdInit(io, nil),
+		cmdRender.NewCmdRender(io, nil),
 		cmdSkills.NewCmdSkills(io, nil),
 		cmdTokens.NewCmdTokens(io, nil),
 		cmdWatch.NewCmdWatch(io, nil),
