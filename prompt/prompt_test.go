@@ -134,13 +134,13 @@ func TestEmptyAndTemplateBootstrapFilesAreLeftOut(t *testing.T) {
 func TestAnalystRules(t *testing.T) {
 	dir := write(t, map[string]string{
 		"RULES.md": "Revenue is in EUR.\n",
-		"databases/type=RedShift/database=wh/x.md":      "",
-		"databases/type=mssql/database=a/x.md":          "",
-		"databases/type=fabric/database=b/x.md":         "",
-		"databases/type=/database=skip/x.md":            "",
-		"databases/Type=pg/database=skip/x.md":          "",
-		"databases/type=pg/notes.md":                    "",
-		"databases/type=postgres/database=a=b/x.md":     "",
+		"databases/type=RedShift/database=wh/x.md":       "",
+		"databases/type=mssql/database=a/x.md":           "",
+		"databases/type=fabric/database=b/x.md":          "",
+		"databases/type=/database=skip/x.md":             "",
+		"databases/Type=pg/database=skip/x.md":           "",
+		"databases/type=pg/notes.md":                     "",
+		"databases/type=postgres/database=a=b/x.md":      "",
 		"databases/type=clickhouse/database=events/x.md": "",
 	})
 	res := render(t, dir, prompt.Options{})
