@@ -243,7 +243,7 @@ func (st *state) sectionCap(name string) int {
 // section wraps a top-level part of the default prompt in a named scope,
 // applies its own budget from loom.yaml and leaves it out when disabled.
 func (st *state) section(name string, children ...md.Node) *md.Scope {
-	if st.disabled(name) {
+	if st.disabled(name) || !slices.ContainsFunc(children, func(n md.Node) bool { return !isNil(n) }) {
 		return nil
 	}
 	s := md.Named(name, children...)
@@ -251,4 +251,19 @@ func (st *state) section(name string, children ...md.Node) *md.Scope {
 		s.Truncate(c)
 	}
 	return s
+}
+
+// isNil reports whether n is nothing: nil, or a nil pointer in an interface.
+func isNil(n md.Node) bool {
+	switch n := n.(type) {
+	case nil:
+		return true
+	case *md.Scope:
+		return n == nil
+	case *md.Section:
+		return n == nil
+	case *md.Block:
+		return n == nil
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	cmdInit "github.com/loomctx/loom/cmd/loom/init"
+	cmdInspect "github.com/loomctx/loom/cmd/loom/inspect"
 	cmdRender "github.com/loomctx/loom/cmd/loom/render"
 	cmdSkills "github.com/loomctx/loom/cmd/loom/skills"
 	cmdTokens "github.com/loomctx/loom/cmd/loom/tokens"
@@ -36,6 +37,7 @@ func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
 	root.AddCommand(
 		// commands: keep one per line, sorted
 		cmdInit.NewCmdInit(io, nil),
+		cmdInspect.NewCmdInspect(io, nil),
 		cmdRender.NewCmdRender(io, nil),
 		cmdSkills.NewCmdSkills(io, nil),
 		cmdTokens.NewCmdTokens(io, nil),

@@ -1,0 +1,53 @@
+// Package inspect implements `loom inspect`: what each section of a prompt
+// costs, where it came from, and what was left out.
+package inspect
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/cmd/loom/render"
+	"github.com/loomctx/loom/cmd/loom/shared"
+)
+
+// Options are the inputs of `loom inspect`.
+type Options struct {
+	IO    *cmdutil.IOStreams
+	Flags shared.RenderFlags
+}
+
+// NewCmdInspect returns the inspect command. runF replaces the run function
+// in tests.
+func NewCmdInspect(io *cmdutil.IOStreams, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: io}
+	cmd := &cobra.Command{
+		Use:   "inspect",
+		Short: "Show what each section of the prompt costs and what was left out",
+		Long: `Render the prompt as loom render does, but print a table instead of the
+prompt: each section, the files it came from, its tokens, and whether it was
+kept, dropped or truncated (and why), then the totals and every diagnostic.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return inspectRun(cmd.Context(), opts)
+		},
+	}
+	opts.Flags.Bind(cmd)
+	return cmd
+}
+
+func inspectRun(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, err := render.Run(ctx, &opts.Flags)
+	if res == nil {
+		return err
+	}
+	render.WriteReport(opts.IO.Out, &res.Report)
+	return err
+}
