@@ -32,9 +32,10 @@ type Entry struct {
 	Priority *int     `json:"priority"`
 	Sources  []string `json:"sources"`
 	Reason   string   `json:"reason,omitempty"`
-	// Start and End locate the scope's text in the rendered prompt, or are -1
-	// when the text was reshaped by its surroundings (indented, quoted) or was
-	// dropped.
+	// Start and End locate a top-level scope's text (one inside no other
+	// scope) in the rendered prompt. They are -1 for nested scopes, dropped
+	// ones, and any whose text was reshaped by its surroundings (indented,
+	// quoted).
 	Start int `json:"-"`
 	End   int `json:"-"`
 }
@@ -304,9 +305,9 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 	}
 	rep.Tokens = count(text)
 	cursor := 0
-	locate := func(e *Entry, t string) {
+	locate := func(e *Entry, t string, depth int) {
 		e.Start, e.End = -1, -1
-		if t == "" {
+		if t == "" || depth > 0 {
 			return
 		}
 		if i := strings.Index(text[cursor:], t); i >= 0 {
@@ -335,7 +336,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 			if rc.cut != nil {
 				e.Status, e.Reason = Truncated, cutReason(rc.cut, rc.scope.MaxTokens)
 			}
-			locate(&e, rc.text)
+			locate(&e, rc.text, rc.depth)
 			rep.Sections = append(rep.Sections, e)
 		}
 		return rep
@@ -364,7 +365,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 					e.Reason = cutReason(rc.cut, si.s.MaxTokens)
 				}
 			}
-			locate(&e, rc.text)
+			locate(&e, rc.text, rc.depth)
 		case direct:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
 			e.Reason = fmt.Sprintf("priority %d, among the lowest, dropped to fit the budget of %d tokens", si.s.Priority, rd.budget)

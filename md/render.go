@@ -15,6 +15,7 @@ type renderer struct {
 	plan    *plan // nil when nothing is to be dropped or cut
 	next    int   // index of the next scope in plan order
 	offPlan int   // >0 while rendering notices, which are not in the plan
+	depth   int   // scopes around the one being rendered
 	dropped int   // scopes dropped so far, for notices
 	record  bool  // keep a rec per scope, for the report
 	recs    []rec
@@ -27,6 +28,7 @@ type renderer struct {
 type rec struct {
 	scope *Scope
 	idx   int // plan index, -1 without a plan
+	depth int // scopes around it
 	text  string
 	cut   *cutInfo
 }
@@ -551,12 +553,14 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	slot := -1
 	if r.record && r.offPlan == 0 {
 		slot = len(r.recs)
-		r.recs = append(r.recs, rec{scope: s, idx: idx})
+		r.recs = append(r.recs, rec{scope: s, idx: idx, depth: r.depth})
 	}
 	start := len(buf)
 	sep := r.sep
 	droppedBefore := r.dropped
+	r.depth++
 	buf = r.join(buf, s.Children, sep)
+	r.depth--
 	if s.Notice != nil && len(buf) > start && r.dropped > droppedBefore {
 		r.offPlan++
 		buf, _ = r.joinOne(buf, s.Notice(r.dropped-droppedBefore), sep, true)
