@@ -61,3 +61,5 @@ func diagStrings(ds workspace.Diagnostics) []string {
 	}
 	return out
 }
+
+func openWSErr(dir string) (*workspace.Workspace, error) { return workspace.Open(dir) }
