@@ -207,14 +207,14 @@ func Diff(a, b string) string {
 		case i < len(am) && j < len(bm) && am[i] == bm[j]:
 			i, j = i+1, j+1
 			inRun = false
-		case j < len(bm) && (i == len(am) || lcs[i][j+1] >= lcs[i+1][j]):
-			header(pre + j + 1)
-			out.WriteString("+" + bm[j] + "\n")
-			j++
-		default:
+		case i < len(am) && (j == len(bm) || lcs[i+1][j] >= lcs[i][j+1]):
 			header(pre + j + 1)
 			out.WriteString("-" + am[i] + "\n")
 			i++
+		default:
+			header(pre + j + 1)
+			out.WriteString("+" + bm[j] + "\n")
+			j++
 		}
 	}
 	return out.String()
