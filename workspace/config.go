@@ -102,8 +102,9 @@ type RuntimePolicy struct {
 
 // SkillsConfig configures skill discovery.
 type SkillsConfig struct {
-	// Paths are extra workspace-relative folders searched for skills, after
-	// the standard skills/ and agent/skills/.
+	// Paths are extra folders searched for skills, after the standard
+	// skills/ and agent/skills/: relative ones inside the workspace, or
+	// absolute ones anywhere.
 	Paths []string `yaml:"paths"`
 	// AbsolutePaths shows skill locations as absolute paths in the prompt
 	// instead of workspace-relative ones. Nil means false.
@@ -459,10 +460,13 @@ func (c *Config) validate() error {
 		switch {
 		case strings.TrimSpace(p) == "":
 			fail(key, "must not be empty")
-		case path.IsAbs(p) || strings.HasPrefix(p, `\`) || (len(p) > 1 && p[1] == ':'):
-			fail(key, "%q must be relative to the workspace", p)
+		case path.IsAbs(p):
+			// An absolute folder is the user's explicit choice; the skills
+			// package reads it through a door of its own.
+		case strings.HasPrefix(p, `\`) || (len(p) > 1 && p[1] == ':'):
+			fail(key, "%q is a Windows path; use a path relative to the workspace or an absolute one", p)
 		case cleanRel(p) == ".." || strings.HasPrefix(cleanRel(p), "../"):
-			fail(key, "%q is outside the workspace", p)
+			fail(key, "%q climbs out of the workspace; name the folder by its absolute path instead", p)
 		}
 	}
 	positive("memory.budget", int64(c.Memory.Budget))

@@ -41,8 +41,8 @@ func TestConfigErrors(t *testing.T) {
 		{"bad provider", "llm:\n  provider: gemini\n", `loom.yaml:2: llm.provider: "gemini" is not one of openai, anthropic`},
 		{"bad url", "llm:\n  base_url: api.openai.com\n", `loom.yaml:2: llm.base_url: "api.openai.com" is not an http or https URL`},
 		{"bad env name", "llm:\n  api_key_env: $KEY\n", `loom.yaml:2: llm.api_key_env: "$KEY" is not an environment variable name`},
-		{"absolute skills path", "skills:\n  paths: [ok, /etc/skills]\n", `loom.yaml:2: skills.paths[1]: "/etc/skills" must be relative to the workspace`},
-		{"escaping skills path", "skills:\n  paths:\n    - ../other\n", `loom.yaml:3: skills.paths[0]: "../other" is outside the workspace`},
+		{"windows skills path", "skills:\n  paths: [ok, 'C:\\skills']\n", `loom.yaml:2: skills.paths[1]: "C:\\skills" is a Windows path; use a path relative to the workspace or an absolute one`},
+		{"escaping skills path", "skills:\n  paths:\n    - ../other\n", `loom.yaml:3: skills.paths[0]: "../other" climbs out of the workspace; name the folder by its absolute path instead`},
 		{"duplicate category", "memory:\n  categories:\n    - {name: a, label: A}\n    - {name: a, label: B}\n", `loom.yaml:4: memory.categories[1].name: category "a" is listed twice`},
 		{"unlabelled category", "memory:\n  categories:\n    - name: a\n", `loom.yaml:3: memory.categories[0].label: category "a" needs a label`},
 		{"zero max size", "max_file_size: 0\n", `loom.yaml:1: max_file_size: must be a positive number, got 0`},
@@ -311,4 +311,14 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("multi-line error %q", err)
 		}
 	})
+}
+
+func TestAbsoluteSkillsPathIsAllowed(t *testing.T) {
+	c, err := workspace.ParseConfig("loom.yaml", []byte("skills:\n  paths: [/opt/team-skills, extra]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Skills.Paths) != 2 || c.Skills.Paths[0] != "/opt/team-skills" {
+		t.Errorf("paths %v", c.Skills.Paths)
+	}
 }
