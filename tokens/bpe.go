@@ -1,47 +1,45 @@
 package tokens
 
 import (
+	_ "embed"
 	"math"
 	"sync"
 
-	"github.com/dlclark/regexp2/v2"
-	"github.com/tiktoken-go/tokenizer"
+	"github.com/loomctx/loom/tokens/internal/ranktable"
 )
 
-// The exact counters, built on first use and shared by the process.
+//go:generate go run ./internal/genranks -out .
+
+// The vocabularies, in the form package ranktable reads in place: nothing
+// is decoded or built before the first lookup. genranks writes them from
+// tiktoken-go's copies of OpenAI's files.
 var (
-	o200k  = &bpe{name: O200kBase, pattern: o200kPattern}
-	cl100k = &bpe{name: Cl100kBase, pattern: cl100kPattern}
+	//go:embed o200k_base.ranks
+	o200kRanks string
+	//go:embed cl100k_base.ranks
+	cl100kRanks string
+)
+
+// The exact counters, shared by the process.
+var (
+	o200k  = &bpe{name: O200kBase, next: nextO200k, encoded: &o200kRanks}
+	cl100k = &bpe{name: Cl100kBase, next: nextCl100k, encoded: &cl100kRanks}
 
 	sharedO200k  = Cached(o200k, DefaultCacheBytes)
 	sharedCl100k = Cached(cl100k, DefaultCacheBytes)
 )
 
-// The split patterns of tiktoken's openai_public.py. tiktoken-go ships the
-// same patterns with a code-generated matcher (regexp2cg) that gets some
-// whitespace wrong: on "x\n \n" it yields "\n", " \n" where tiktoken yields
-// "\n \n", so files with blank lines holding spaces count one token too
-// many. Wrapping a pattern in (?:…) changes its text, so regexp2 runs its
-// own interpreter on it, which agrees with tiktoken.
-const (
-	o200kPattern = `(?:[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?` +
-		`|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?` +
-		`|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)`
-	cl100kPattern = `(?:(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)`
-)
-
 // bpe counts exactly with one of OpenAI's byte-pair encodings: it splits
-// the text into pieces with the encoding's pattern, then merges the bytes
-// of each piece, lowest rank first, until no pair is in the vocabulary.
-// The count is the number of parts left. Nothing is built until the first
-// Count: the vocabulary alone is a map of up to 200k entries.
+// the text into pieces with the encoding's pattern (see split.go), then
+// merges the bytes of each piece, lowest rank first, until no pair is in
+// the vocabulary. The count is the number of parts left.
 type bpe struct {
 	name    string
-	pattern string
+	next    func(text string, i int) int // the end of the piece at text[i]
+	encoded *string
 
 	once  sync.Once
-	split *regexp2.Regexp
-	ranks map[string]uint32
+	ranks *ranktable.Table
 }
 
 // Name returns the encoding name, e.g. "o200k_base".
@@ -56,45 +54,31 @@ func (b *bpe) Count(text string) int {
 	b.once.Do(b.load)
 	text = valid(text)
 	n := 0
-	m, err := b.split.FindStringMatch(text)
-	for m != nil && err == nil {
-		n += b.countPiece(m.String())
-		m, err = b.split.FindNextMatch(m)
-	}
-	if err != nil {
-		// regexp2 fails only on a match timeout, and none is set.
-		return Estimate{}.Count(text)
+	for i := 0; i < len(text); {
+		j := b.next(text, i)
+		n += b.countPiece(text[i:j])
+		i = j
 	}
 	return n
 }
 
-// load builds the split pattern and the rank table. The ranks come from
-// tiktoken-go's embedded vocabulary, read back token by token through
-// Decode, which is the only way the library exposes it.
+// load opens the embedded rank table, which costs a header check, and
+// fills the character class table the splitters read.
 func (b *bpe) load() {
-	b.split = regexp2.MustCompile(b.pattern, regexp2.None)
-	codec, err := tokenizer.Get(tokenizer.Encoding(b.name))
+	t, err := ranktable.Open(*b.encoded)
 	if err != nil {
-		panic("tokens: " + b.name + ": " + err.Error()) // the names above are the library's
+		panic("tokens: " + b.name + ".ranks: " + err.Error()) // built by genranks, checked by the tests
 	}
-	ranks := make(map[string]uint32, 200_000)
-	misses := 0
-	ids := []uint{0}
-	for id := uint(0); misses < 1000; id++ {
-		ids[0] = id
-		tok, err := codec.Decode(ids)
-		if err != nil {
-			misses++ // ids past the end, and gaps where special tokens sit
-			continue
-		}
-		ranks[tok] = uint32(id)
-	}
-	b.ranks = ranks
+	b.ranks = t
+	classOnce.Do(loadClasses)
 }
 
 // countPiece returns the number of tokens one piece of the split encodes to.
 func (b *bpe) countPiece(piece string) int {
-	if _, ok := b.ranks[piece]; ok {
+	if len(piece) == 1 {
+		return 1 // every byte is a token
+	}
+	if _, ok := b.ranks.Rank(piece); ok {
 		return 1
 	}
 	if len(piece) < heapThreshold {
@@ -113,7 +97,7 @@ const noRank = math.MaxUint32
 
 // rank returns the rank of piece[i:j], or noRank.
 func (b *bpe) rank(piece string, i, j int) uint32 {
-	if r, ok := b.ranks[piece[i:j]]; ok {
+	if r, ok := b.ranks.Rank(piece[i:j]); ok {
 		return r
 	}
 	return noRank

@@ -1,0 +1,204 @@
+// Package ranktable holds a byte-pair vocabulary in a form that needs no
+// building at run time: a flat byte string that is read in place, so a
+// table compiled into the binary with //go:embed is ready as soon as the
+// process starts.
+//
+// Layout, all integers little-endian uint32:
+//
+//	magic "loomrnk1"
+//	n       number of ranks (the largest rank + 1)
+//	bits    log2 of the number of hash slots
+//	offsets n+1 entries: the token of rank r is data[offsets[r]:offsets[r+1]]
+//	slots   1<<bits entries: 0 for an empty slot, else tag<<rankBits | rank+1
+//	data    the tokens' bytes, in rank order
+//
+// The slots form an open-addressing hash table with linear probing, keyed
+// by [Hash] of the token's bytes: the low bits pick the first slot, the top
+// tagBits are kept in the slot so that a probe rarely has to compare bytes
+// that cannot match. The table is at most half full.
+package ranktable
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+)
+
+const (
+	magic    = "loomrnk1"
+	header   = len(magic) + 8
+	rankBits = 18 // ranks below 1<<18 - 1: o200k_base has 200k
+	tagBits  = 32 - rankBits
+	rankMask = 1<<rankBits - 1
+)
+
+// Table is a vocabulary read from its encoded form. The zero Table is empty.
+type Table struct {
+	n       int
+	mask    uint64
+	offsets string // (n+1)*4 bytes
+	slots   string // (mask+1)*4 bytes
+	data    string
+}
+
+// Open reads a table encoded by [Build]. It copies nothing: the table reads
+// enc in place.
+func Open(enc string) (*Table, error) {
+	if len(enc) < header || enc[:len(magic)] != magic {
+		return nil, errors.New("ranktable: not a rank table")
+	}
+	n := int(u32(enc, len(magic)))
+	b := int(u32(enc, len(magic)+4))
+	if n >= rankMask || b < 1 || b > 30 {
+		return nil, errors.New("ranktable: bad header")
+	}
+	offEnd := header + (n+1)*4
+	slotEnd := offEnd + (1<<b)*4
+	if len(enc) < slotEnd {
+		return nil, errors.New("ranktable: truncated")
+	}
+	t := &Table{n: n, mask: 1<<b - 1, offsets: enc[header:offEnd], slots: enc[offEnd:slotEnd], data: enc[slotEnd:]}
+	if int(u32(t.offsets, n*4)) != len(t.data) {
+		return nil, errors.New("ranktable: data length does not match offsets")
+	}
+	return t, nil
+}
+
+// Len returns the number of ranks, the largest rank plus one.
+func (t *Table) Len() int { return t.n }
+
+// Token returns the bytes of rank r, "" for a rank with no token.
+func (t *Table) Token(r int) string {
+	return t.data[u32(t.offsets, r*4):u32(t.offsets, r*4+4)]
+}
+
+// Rank returns the rank of the token s, or ok false when s is not one.
+func (t *Table) Rank(s string) (rank uint32, ok bool) {
+	h := Hash(s)
+	tag := uint32(h >> (64 - tagBits))
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		slot := u32(t.slots, int(i)*4)
+		if slot == 0 {
+			return 0, false
+		}
+		if slot>>rankBits != tag {
+			continue
+		}
+		r := int(slot&rankMask) - 1
+		lo, hi := u32(t.offsets, r*4), u32(t.offsets, r*4+4)
+		if int(hi-lo) == len(s) && t.data[lo:hi] == s {
+			return uint32(r), true
+		}
+	}
+}
+
+func u32(s string, i int) uint32 {
+	s = s[i : i+4]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
+
+// Build encodes a vocabulary: tokens[r] is the token of rank r, "" for a
+// rank that has none. Tokens must be distinct. It also returns the longest
+// probe sequence, a measure of the hash's quality on this vocabulary.
+func Build(tokens []string) (enc []byte, maxProbe int, err error) {
+	n := len(tokens)
+	if n >= rankMask {
+		return nil, 0, fmt.Errorf("ranktable: %d ranks, at most %d fit", n, rankMask-1)
+	}
+	count := 0
+	for _, t := range tokens {
+		if t != "" {
+			count++
+		}
+	}
+	b := 1
+	for 1<<b < 2*count {
+		b++
+	}
+	mask := uint64(1)<<b - 1
+	slots := make([]uint32, 1<<b)
+	offsets := make([]uint32, 0, n+1)
+	var data []byte
+	seen := make(map[string]bool, count)
+	for r, tok := range tokens {
+		offsets = append(offsets, uint32(len(data)))
+		data = append(data, tok...)
+		if tok == "" {
+			continue
+		}
+		if seen[tok] {
+			return nil, 0, fmt.Errorf("ranktable: token %q appears twice", tok)
+		}
+		seen[tok] = true
+		h := Hash(tok)
+		probe := 1
+		i := h & mask
+		for slots[i] != 0 {
+			i = (i + 1) & mask
+			probe++
+		}
+		maxProbe = max(maxProbe, probe)
+		slots[i] = uint32(h>>(64-tagBits))<<rankBits | uint32(r+1)
+	}
+	offsets = append(offsets, uint32(len(data)))
+	enc = append(enc, magic...)
+	enc = binary.LittleEndian.AppendUint32(enc, uint32(n))
+	enc = binary.LittleEndian.AppendUint32(enc, uint32(b))
+	for _, o := range offsets {
+		enc = binary.LittleEndian.AppendUint32(enc, o)
+	}
+	for _, s := range slots {
+		enc = binary.LittleEndian.AppendUint32(enc, s)
+	}
+	enc = append(enc, data...)
+	return enc, maxProbe, nil
+}
+
+// Multipliers from wyhash (public domain): odd 64-bit constants with
+// balanced bits.
+const (
+	k0 = 0xa0761d6478bd642f
+	k1 = 0xe7037ed1a0b428db
+	k2 = 0x8ebc6af09c88c6e3
+)
+
+// mix multiplies to 128 bits and folds the halves together, wyhash's
+// mixing step: every input bit reaches every output bit.
+func mix(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
+}
+
+// Hash is a 64-bit hash of s in the style of wyhash: eight bytes at a time
+// go through a 64×64→128-bit multiply, the length is mixed in, and a final
+// multiply spreads the result over all bits. Short keys, the usual token,
+// cost one or two multiplies. It is fixed (no seed) because the tables are
+// built ahead of time; it only has to spread vocabulary entries evenly.
+func Hash(s string) uint64 {
+	h := uint64(len(s)) ^ k0
+	for len(s) > 8 {
+		h = mix(le64(s)^k1, h^k2)
+		s = s[8:]
+	}
+	var a, b uint64
+	switch n := len(s); {
+	case n >= 4:
+		a, b = uint64(le32(s)), uint64(le32(s[n-4:]))
+	case n > 0:
+		a, b = uint64(s[0])<<16|uint64(s[n>>1])<<8|uint64(s[n-1]), 0
+	}
+	h = mix(a^k1, b^h)
+	return mix(h^k2, h^k0)
+}
+
+func le64(s string) uint64 {
+	s = s[:8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+func le32(s string) uint32 {
+	s = s[:4]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
