@@ -314,7 +314,7 @@ func FuzzParseConfig(f *testing.F) {
 }
 
 func TestAbsoluteSkillsPathIsAllowed(t *testing.T) {
-	c, err := workspace.ParseConfig("loom.yaml", []byte("skills:\n  paths: [/opt/team-skills, extra]\n"))
+	c, err := ParseConfig("loom.yaml", []byte("skills:\n  paths: [/opt/team-skills, extra]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
