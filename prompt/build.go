@@ -138,10 +138,7 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 func (b *Builder) loadSkills(cfg *workspace.Config) *skills.Set {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	opts := skills.Options{Paths: cfg.Skills.Paths}
-	if cfg.Skills.AbsolutePaths != nil {
-		opts.AbsolutePaths = *cfg.Skills.AbsolutePaths
-	}
+	opts, _ := skills.FromConfig(cfg)
 	if b.skills == nil || !slices.Equal(b.skills.Options().Paths, opts.Paths) || b.skills.Options().AbsolutePaths != opts.AbsolutePaths {
 		b.skills = skills.New(b.ws, opts)
 	}

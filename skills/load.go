@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/loomctx/loom/workspace"
 )
@@ -87,7 +88,17 @@ type Loader struct {
 	cache   map[string]cacheEntry
 
 	parses atomic.Int64 // files parsed, for tests
+
+	// bins remembers PATH searches across loads, for as long as PATH is
+	// unchanged and for at most binsFresh, so a warm load costs no
+	// syscalls for them while a newly installed program is seen soon.
+	bins      map[string]bool
+	binsPATH  string
+	binsSince time.Time
 }
+
+// binsFresh bounds how long a PATH search result is reused.
+const binsFresh = 2 * time.Second
 
 // New returns a loader for ws.
 func New(ws *workspace.Workspace, opts Options) *Loader {
@@ -117,7 +128,10 @@ func (l *Loader) Load() *Set {
 
 	var diags workspace.Diagnostics
 	roots := l.roots(&diags)
-	chk := &checker{lookPath: l.opts.LookPath, getenv: l.opts.Getenv, goos: l.opts.GOOS, bins: map[string]bool{}}
+	if pathEnv := os.Getenv("PATH"); l.bins == nil || l.opts.LookPath != nil || pathEnv != l.binsPATH || time.Since(l.binsSince) > binsFresh {
+		l.bins, l.binsPATH, l.binsSince = map[string]bool{}, pathEnv, time.Now()
+	}
+	chk := &checker{lookPath: l.opts.LookPath, getenv: l.opts.Getenv, goos: l.opts.GOOS, bins: l.bins}
 	if chk.lookPath == nil {
 		chk.lookPath = exec.LookPath
 	}
