@@ -1,0 +1,139 @@
+// Package llm talks to a language model: an OpenAI-compatible Chat
+// Completions endpoint (OpenAI, Ollama, vLLM, llama.cpp, gateways) or the
+// Anthropic Messages API, behind one small Client interface. It adds what the
+// SDKs leave to the caller: bounded retries whose backoff can be injected,
+// errors that name the endpoint, and a stream that reports when it was cut.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Roles of a Message.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one entry of a conversation in the OpenAI chat shape, which is
+// also how loom stores sessions.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"`
+}
+
+// ToolCall is a function call the model asked for. Arguments is the raw JSON
+// text the model produced; it may be malformed.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool describes a function the model may call. Parameters is a JSON schema
+// of type object.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  map[string]any
+}
+
+// ToolChoiceMode says whether the model may, must or must not call a tool.
+type ToolChoiceMode string
+
+// Tool choice modes. ToolChoiceDefault sends nothing and leaves the choice to
+// the endpoint.
+const (
+	ToolChoiceDefault  ToolChoiceMode = ""
+	ToolChoiceAuto     ToolChoiceMode = "auto"
+	ToolChoiceNone     ToolChoiceMode = "none"
+	ToolChoiceRequired ToolChoiceMode = "required"
+	ToolChoiceFunction ToolChoiceMode = "function" // force the tool named in ToolChoice.Name
+)
+
+// ToolChoice is the tool_choice of a request.
+type ToolChoice struct {
+	Mode ToolChoiceMode
+	Name string // the forced function when Mode is ToolChoiceFunction
+}
+
+// ForceTool returns a ToolChoice that forces a call to the named function.
+func ForceTool(name string) ToolChoice { return ToolChoice{Mode: ToolChoiceFunction, Name: name} }
+
+// JSONSchema asks for structured output matching Schema, where the endpoint
+// supports it.
+type JSONSchema struct {
+	Name   string
+	Schema map[string]any
+	Strict bool
+}
+
+// Request is one model call. System is sent as the system prompt; Messages
+// should not contain a system message.
+type Request struct {
+	Model       string // overrides Config.Model when set
+	System      string
+	Messages    []Message
+	Tools       []Tool
+	ToolChoice  ToolChoice
+	JSONSchema  *JSONSchema
+	MaxTokens   int      // 0: the Config's default
+	Temperature *float64 // nil: the endpoint's default
+}
+
+// Usage is what a call cost, as the API reported it.
+type Usage struct {
+	InputTokens      int `json:"input_tokens"`  // all prompt tokens, cached ones included
+	OutputTokens     int `json:"output_tokens"` //
+	CachedTokens     int `json:"cached_tokens"` // prompt tokens served from the provider's cache
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+	// CacheReported is true when the API said anything about caching, so a
+	// status line can tell "0 cached" from "not reported".
+	CacheReported bool `json:"-"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:      u.InputTokens + v.InputTokens,
+		OutputTokens:     u.OutputTokens + v.OutputTokens,
+		CachedTokens:     u.CachedTokens + v.CachedTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		CacheReported:    u.CacheReported || v.CacheReported,
+	}
+}
+
+// Response is the model's reply.
+type Response struct {
+	Content      string
+	ToolCalls    []ToolCall
+	FinishReason string
+	Model        string
+	Usage        Usage
+}
+
+// Client is the one interface the rest of loom uses to call a model.
+// Implementations are safe for concurrent use.
+type Client interface {
+	// Complete sends req and waits for the whole reply.
+	Complete(ctx context.Context, req Request) (Response, error)
+	// Stream sends req and calls onDelta with each piece of reply text as it
+	// arrives. If the stream is cut, it returns what arrived so far with an
+	// error wrapping ErrStreamCut.
+	Stream(ctx context.Context, req Request, onDelta func(string)) (Response, error)
+}
+
+// rawArgs turns a tool call's argument text into JSON the Anthropic API
+// accepts as a tool_use input; malformed text becomes an empty object.
+func rawArgs(s string) json.RawMessage {
+	if json.Valid([]byte(s)) && len(s) > 0 {
+		return json.RawMessage(s)
+	}
+	return json.RawMessage("{}")
+}

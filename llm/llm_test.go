@@ -1,0 +1,383 @@
+package llm_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/llm/llmtest"
+)
+
+func newClient(t *testing.T, s *llmtest.Server, sleeps *[]time.Duration) llm.Client {
+	t.Helper()
+	c, err := llm.New(s.Config(sleeps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// jsonEqual compares a recorded body with the JSON text want.
+func jsonEqual(t *testing.T, got map[string]any, want string) {
+	t.Helper()
+	var w map[string]any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("bad want: %v", err)
+	}
+	if !reflect.DeepEqual(got, w) {
+		g, _ := json.MarshalIndent(got, "", "  ")
+		t.Errorf("request body:\n%s\nwant:\n%s", g, want)
+	}
+}
+
+var saveTool = llm.Tool{
+	Name:        "save",
+	Description: "Save it.",
+	Parameters: map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"x": map[string]any{"type": "string"}},
+		"required":   []string{"x"},
+	},
+}
+
+func TestOpenAICompleteRequest(t *testing.T) {
+	s := llmtest.New(t, llmtest.OpenAI)
+	s.Push(llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "save", Arguments: `{"x":"1"}`}}})
+	c := newClient(t, s, nil)
+	temp := 0.0
+	res, err := c.Complete(context.Background(), llm.Request{
+		System: "be brief",
+		Messages: []llm.Message{
+			{Role: "user", Content: "hi"},
+			{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "t1", Name: "save", Arguments: `{"x":"0"}`}}},
+			{Role: "tool", ToolCallID: "t1", Content: "done"},
+			{Role: "user", Content: "again"},
+		},
+		Tools:       []llm.Tool{saveTool},
+		ToolChoice:  llm.ForceTool("save"),
+		MaxTokens:   100,
+		Temperature: &temp,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ToolCalls) != 1 || res.ToolCalls[0] != (llm.ToolCall{ID: "c1", Name: "save", Arguments: `{"x":"1"}`}) {
+		t.Errorf("tool calls = %+v", res.ToolCalls)
+	}
+	if res.FinishReason != "tool_calls" || !res.Usage.CacheReported || res.Usage.InputTokens == 0 {
+		t.Errorf("response = %+v", res)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	r := reqs[0]
+	if r.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer test-key" {
+		t.Errorf("path %s auth %q", r.Path, r.Header.Get("Authorization"))
+	}
+	jsonEqual(t, r.JSON, `{
+	  "model": "test-model",
+	  "max_tokens": 100,
+	  "temperature": 0,
+	  "messages": [
+	    {"role": "system", "content": "be brief"},
+	    {"role": "user", "content": "hi"},
+	    {"role": "assistant", "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "save", "arguments": "{\"x\":\"0\"}"}}]},
+	    {"role": "tool", "tool_call_id": "t1", "content": "done"},
+	    {"role": "user", "content": "again"}
+	  ],
+	  "tools": [{"type": "function", "function": {"name": "save", "description": "Save it.",
+	    "parameters": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}}}],
+	  "tool_choice": {"type": "function", "function": {"name": "save"}}
+	}`)
+}
+
+func TestOpenAIJSONSchemaAndChoiceModes(t *testing.T) {
+	s := llmtest.New(t, llmtest.OpenAI)
+	c := newClient(t, s, nil)
+	schema := map[string]any{"type": "object"}
+	for _, mode := range []llm.ToolChoiceMode{llm.ToolChoiceAuto, llm.ToolChoiceNone} {
+		if _, err := c.Complete(context.Background(), llm.Request{
+			Messages: []llm.Message{{Role: "user", Content: "x"}}, Tools: []llm.Tool{saveTool},
+			ToolChoice: llm.ToolChoice{Mode: mode}, JSONSchema: &llm.JSONSchema{Name: "out", Schema: schema, Strict: true},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := s.Requests()
+	for i, want := range []string{"auto", "none"} {
+		if reqs[i].JSON["tool_choice"] != want {
+			t.Errorf("tool_choice = %v, want %s", reqs[i].JSON["tool_choice"], want)
+		}
+		got, _ := json.Marshal(reqs[i].JSON["response_format"])
+		if string(got) != `{"json_schema":{"name":"out","schema":{"type":"object"},"strict":true},"type":"json_schema"}` {
+			t.Errorf("response_format = %s", got)
+		}
+	}
+}
+
+func TestOpenAIStream(t *testing.T) {
+	s := llmtest.New(t, llmtest.OpenAI)
+	s.Push(llmtest.Reply{Text: "Hello there, friend."})
+	c := newClient(t, s, nil)
+	var deltas []string
+	res, err := c.Stream(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}},
+		func(d string) { deltas = append(deltas, d) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"Hello", " there,", " friend."}; !reflect.DeepEqual(deltas, want) {
+		t.Errorf("deltas = %q, want %q", deltas, want)
+	}
+	if res.Content != "Hello there, friend." || res.FinishReason != "stop" {
+		t.Errorf("res = %+v", res)
+	}
+	r := s.Requests()[0]
+	if want := s.Requests()[0].Usage; res.Usage != want {
+		t.Errorf("usage = %+v, want %+v", res.Usage, want)
+	}
+	so, _ := json.Marshal(r.JSON["stream_options"])
+	if r.JSON["stream"] != true || string(so) != `{"include_usage":true}` {
+		t.Errorf("stream %v options %s", r.JSON["stream"], so)
+	}
+}
+
+func TestStreamCut(t *testing.T) {
+	for _, format := range []string{llmtest.OpenAI, llmtest.Anthropic} {
+		t.Run(format, func(t *testing.T) {
+			s := llmtest.New(t, format)
+			// OpenAI: role chunk, "one", " two" then cut. Anthropic:
+			// message_start, block_start, "one", " two" then cut.
+			cut := 3
+			if format == llmtest.Anthropic {
+				cut = 4
+			}
+			s.Push(llmtest.Reply{Text: "one two three four", CutAfter: cut})
+			c := newClient(t, s, nil)
+			var got strings.Builder
+			res, err := c.Stream(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}},
+				func(d string) { got.WriteString(d) })
+			if !errors.Is(err, llm.ErrStreamCut) {
+				var ue *llm.UnreachableError
+				if !errors.As(err, &ue) {
+					t.Fatalf("err = %v, want a cut stream", err)
+				}
+			}
+			if got.String() != "one two" || res.Content != "one two" {
+				t.Errorf("deltas %q content %q", got.String(), res.Content)
+			}
+			// Text already reached the caller: no retry that would repeat it.
+			if n := len(s.Requests()); n != 1 {
+				t.Errorf("%d requests, want 1", n)
+			}
+		})
+	}
+}
+
+func TestStreamCutBeforeTextIsRetried(t *testing.T) {
+	s := llmtest.New(t, llmtest.OpenAI)
+	s.Push(llmtest.Reply{Text: "lost", CutAfter: 1}, llmtest.Reply{Text: "whole reply"})
+	c := newClient(t, s, nil)
+	var got strings.Builder
+	res, err := c.Stream(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}},
+		func(d string) { got.WriteString(d) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != "whole reply" || res.Content != "whole reply" || len(s.Requests()) != 2 {
+		t.Errorf("deltas %q content %q requests %d", got.String(), res.Content, len(s.Requests()))
+	}
+}
+
+func TestRetries(t *testing.T) {
+	for _, format := range []string{llmtest.OpenAI, llmtest.Anthropic} {
+		t.Run(format, func(t *testing.T) {
+			s := llmtest.New(t, format)
+			s.Push(
+				llmtest.Reply{Status: 500, Message: "boom"},
+				llmtest.Reply{Status: 429, Message: "slow down", Header: map[string]string{"Retry-After": "7"}},
+				llmtest.Reply{Text: "fine"},
+			)
+			var sleeps []time.Duration
+			c := newClient(t, s, &sleeps)
+			res, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Content != "fine" || len(s.Requests()) != 3 {
+				t.Errorf("content %q after %d requests", res.Content, len(s.Requests()))
+			}
+			// First wait from Backoff(1) = 1ms, second from Retry-After.
+			if want := []time.Duration{time.Millisecond, 7 * time.Second}; !reflect.DeepEqual(sleeps, want) {
+				t.Errorf("waits = %v, want %v", sleeps, want)
+			}
+		})
+	}
+}
+
+func TestRetriesExhausted(t *testing.T) {
+	s := llmtest.New(t, llmtest.OpenAI)
+	for range 3 {
+		s.Push(llmtest.Reply{Status: 503, Message: "overloaded"})
+	}
+	c := newClient(t, s, nil)
+	_, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
+	var ae *llm.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 503 {
+		t.Fatalf("err = %v", err)
+	}
+	if want := "llm: " + s.URL + "/v1: status 503: overloaded"; err.Error() != want {
+		t.Errorf("err = %q, want %q", err, want)
+	}
+	if n := len(s.Requests()); n != 3 {
+		t.Errorf("%d requests, want 3 (1 + 2 retries)", n)
+	}
+}
+
+func TestNoRetryOn400(t *testing.T) {
+	s := llmtest.New(t, llmtest.OpenAI)
+	s.Push(llmtest.Reply{Status: 400, Message: "tool_choice must be one of auto, none"})
+	c := newClient(t, s, nil)
+	_, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
+	if !llm.IsToolChoiceRejected(err) || len(s.Requests()) != 1 {
+		t.Errorf("err = %v after %d requests", err, len(s.Requests()))
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	s := llmtest.New(t, llmtest.OpenAI)
+	s.Push(llmtest.Reply{Delay: time.Second, Text: "late"}, llmtest.Reply{Delay: time.Second, Text: "late"})
+	cfg := s.Config(nil)
+	cfg.Timeout = 50 * time.Millisecond
+	cfg.MaxRetries = 1
+	c, _ := llm.New(cfg)
+	_, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
+	var ue *llm.UnreachableError
+	if !errors.As(err, &ue) || !ue.Timeout {
+		t.Fatalf("err = %v, want a timeout", err)
+	}
+	if !strings.Contains(err.Error(), s.URL) || len(s.Requests()) != 2 {
+		t.Errorf("err = %v after %d requests", err, len(s.Requests()))
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	s := llmtest.New(t, llmtest.OpenAI)
+	cfg := s.Config(nil)
+	s.Close()
+	c, _ := llm.New(cfg)
+	_, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
+	var ue *llm.UnreachableError
+	if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "llm: cannot reach "+cfg.BaseURL+":") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	s := llmtest.New(t, llmtest.OpenAI)
+	s.Push(llmtest.Reply{Delay: 5 * time.Second, Text: "late"})
+	c := newClient(t, s, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	_, err := c.Stream(ctx, llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}}, nil)
+	if !errors.Is(err, context.Canceled) || len(s.Requests()) != 1 {
+		t.Errorf("err = %v after %d requests", err, len(s.Requests()))
+	}
+}
+
+func TestAnthropicRequest(t *testing.T) {
+	s := llmtest.New(t, llmtest.Anthropic)
+	s.Push(llmtest.Reply{Text: "ok", ToolCalls: []llm.ToolCall{{ID: "tu1", Name: "save", Arguments: `{"x":"1"}`}}})
+	c := newClient(t, s, nil)
+	res, err := c.Complete(context.Background(), llm.Request{
+		System: "be brief",
+		Messages: []llm.Message{
+			{Role: "user", Content: "hi"},
+			{Role: "assistant", Content: "saving", ToolCalls: []llm.ToolCall{{ID: "t1", Name: "save", Arguments: `{"x":"0"}`}}},
+			{Role: "tool", ToolCallID: "t1", Content: "done"},
+			{Role: "user", Content: "again"},
+		},
+		Tools:      []llm.Tool{saveTool},
+		ToolChoice: llm.ForceTool("save"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Content != "ok" || len(res.ToolCalls) != 1 || res.ToolCalls[0].Arguments != `{"x":"1"}` || res.FinishReason != "tool_use" {
+		t.Errorf("res = %+v", res)
+	}
+	r := s.Requests()[0]
+	if r.Path != "/v1/messages" || r.Header.Get("X-Api-Key") != "test-key" || r.Header.Get("Authorization") != "Bearer test-key" || r.Header.Get("Anthropic-Version") == "" {
+		t.Errorf("path %s headers %v", r.Path, r.Header)
+	}
+	// The tool result and the next user text share one user turn.
+	jsonEqual(t, r.JSON, `{
+	  "model": "test-model",
+	  "max_tokens": 4096,
+	  "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
+	  "messages": [
+	    {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+	    {"role": "assistant", "content": [{"type": "text", "text": "saving"}, {"type": "tool_use", "id": "t1", "name": "save", "input": {"x": "0"}}]},
+	    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "done"}], "is_error": false}, {"type": "text", "text": "again"}]}
+	  ],
+	  "tools": [{"name": "save", "description": "Save it.", "input_schema": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}}],
+	  "tool_choice": {"type": "tool", "name": "save"}
+	}`)
+}
+
+func TestAnthropicStream(t *testing.T) {
+	s := llmtest.New(t, llmtest.Anthropic)
+	s.Push(llmtest.Reply{Text: "Hello there."})
+	c := newClient(t, s, nil)
+	var deltas []string
+	res, err := c.Stream(context.Background(), llm.Request{System: "sys", Messages: []llm.Message{{Role: "user", Content: "hi"}}},
+		func(d string) { deltas = append(deltas, d) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(deltas, []string{"Hello", " there."}) || res.Content != "Hello there." || res.FinishReason != "end_turn" {
+		t.Errorf("deltas %q res %+v", deltas, res)
+	}
+	if want := s.Requests()[0].Usage; res.Usage != want {
+		t.Errorf("usage = %+v, want %+v", res.Usage, want)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	if _, err := llm.New(llm.Config{}); !errors.Is(err, llm.ErrNotConfigured) {
+		t.Errorf("empty config: %v", err)
+	}
+	if _, err := llm.New(llm.Config{Provider: "gemini", Model: "m", BaseURL: "http://x"}); err == nil ||
+		!strings.Contains(err.Error(), `provider "gemini"`) {
+		t.Errorf("bad provider: %v", err)
+	}
+	t.Setenv(llm.EnvModel, "env-model")
+	t.Setenv(llm.EnvBaseURL, "http://env/v1")
+	t.Setenv(llm.EnvAPIKey, "")
+	c := llm.FromEnv(llm.Config{Model: "file-model", APIKey: "file-key"})
+	if c.Model != "env-model" || c.BaseURL != "http://env/v1" || c.APIKey != "file-key" {
+		t.Errorf("FromEnv = %+v", c)
+	}
+}
+
+func TestRetryAfterHTTPDateAndCap(t *testing.T) {
+	s := llmtest.New(t, llmtest.OpenAI)
+	s.Push(llmtest.Reply{Status: 429, Header: map[string]string{"Retry-After": "3600"}}, llmtest.Reply{Text: "ok"})
+	var sleeps []time.Duration
+	cfg := s.Config(&sleeps)
+	cfg.MaxRetryAfter = 30 * time.Second
+	c, _ := llm.New(cfg)
+	if _, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(sleeps, []time.Duration{30 * time.Second}) {
+		t.Errorf("waits = %v", sleeps)
+	}
+	_ = http.StatusOK
+}
