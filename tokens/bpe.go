@@ -150,14 +150,18 @@ func (b *bpe) mergeScan(piece string) int {
 // candidates are skipped when popped.
 func (b *bpe) mergeHeap(piece string) int {
 	n := len(piece)
-	next := make([]int32, n+1) // next[i]: start of the part after the one at i; -1 at the end
-	prev := make([]int32, n+1)
-	pairRank := make([]uint32, n+1) // rank of merging the part at i with its successor
+	sc := heapScratchPool.Get().(*heapScratch)
+	defer heapScratchPool.Put(sc)
+	sc.grow(n + 1)
+	next := sc.next[:n+1] // next[i]: start of the part after the one at i; -1 at the end
+	prev := sc.prev[:n+1]
+	pairRank := sc.pairRank[:n+1] // rank of merging the part at i with its successor
 	for i := range next {
 		next[i], prev[i], pairRank[i] = int32(i+1), int32(i-1), noRank
 	}
 	next[n] = -1
-	h := make(candidateHeap, 0, n)
+	h := sc.heap[:0]
+	defer func() { sc.heap = h[:0] }() // keep what the heap grew to
 	for i := 0; i+2 <= n; i++ {
 		if r := b.rank(piece, i, i+2); r != noRank {
 			pairRank[i] = r
@@ -197,6 +201,29 @@ func (b *bpe) mergeHeap(piece string) int {
 		}
 	}
 	return parts
+}
+
+// heapScratch holds mergeHeap's working slices between calls, so that long
+// pieces do not allocate each time.
+type heapScratch struct {
+	next, prev []int32
+	pairRank   []uint32
+	heap       candidateHeap
+}
+
+var heapScratchPool = sync.Pool{New: func() any { return new(heapScratch) }}
+
+// maxKeptScratch bounds the scratch a pool entry keeps, so that one huge
+// piece does not pin its buffers.
+const maxKeptScratch = 1 << 20
+
+func (sc *heapScratch) grow(n int) {
+	if cap(sc.next) < n || cap(sc.next) > maxKeptScratch && n <= maxKeptScratch {
+		sc.next = make([]int32, n)
+		sc.prev = make([]int32, n)
+		sc.pairRank = make([]uint32, n)
+		sc.heap = make(candidateHeap, 0, n)
+	}
 }
 
 type candidate struct {

@@ -1,5 +1,7 @@
 package tokens
 
+import "strings"
+
 // The pre-tokenizers: hand-written matchers for the split patterns below,
 // each returning where the piece that starts at text[i] ends. They follow
 // a backtracking regexp engine's rules (leftmost alternative first, greedy
@@ -191,11 +193,16 @@ func run(text string, p int, bit uint8) int {
 }
 
 // contraction returns the end of (?i:'s|'t|'re|'ve|'m|'ll|'d) at text[p],
-// or p when there is none. Only ASCII letters fold: regexp2 ignores case by
-// simple case folding, and no other rune folds to these letters.
+// or p when there is none. regexp2 ignores case by simple case folding:
+// the letters match their ASCII capitals, and s also matches ſ (U+017F,
+// LATIN SMALL LETTER LONG S), the one other rune in their fold orbits.
+// The apostrophe is U+0027 only.
 func contraction(text string, p int) int {
 	if p+1 >= len(text) || text[p] != '\'' {
 		return p
+	}
+	if strings.HasPrefix(text[p+1:], "ſ") {
+		return p + 1 + len("ſ")
 	}
 	switch text[p+1] | 0x20 {
 	case 's', 't', 'm', 'd':

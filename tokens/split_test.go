@@ -138,7 +138,7 @@ func TestSplitMatchesRegexp2(t *testing.T) {
 		checkSplit(t, strings.Repeat(rep.Unit, min(rep.Times, 300)))
 	}
 	for _, s := range []string{
-		"x\n \n", "a  b", "a   1", "  !", " \n x", "\r\n\r\n", "don't DON'T they'RE I'Ve we'LL", "'s's'S", "'ſ 'K",
+		"x\n \n", "a  b", "a   1", "  !", " \n x", "\r\n\r\n", "don't DON'T they'RE I'Ve we'LL", "'s's'S", "'ſ 'K", "A'ſ0", "A'ſſ", "x'Ll'ſ",
 		"ABCdef", "ABCǅ", "Aʰ", "aʰ\u0301", "\u0301\u0301", "!\u0301a", " \u0301", "123456", "1½Ⅻ", "!!\n\n//\n", "!/\n/",
 		"\u00a0x", "\u00a0\u00a0x", " \u3000x", "\t\tx", "a\u2028b",
 	} {
@@ -185,13 +185,30 @@ func TestClassTable(t *testing.T) {
 	}
 }
 
-// TestContractionFolding backs the ASCII-only case folding of contractions:
-// regexp2 lower-cases the text with unicode.ToLower, and only ASCII letters
-// lower-case to the contractions' letters.
+// TestContractionFolding backs contraction's case folding: regexp2 folds
+// a letter to every rune of its unicode.SimpleFold orbit, and the only
+// non-ASCII rune in the orbits of the contractions' letters is ſ.
 func TestContractionFolding(t *testing.T) {
-	for r := rune(0); r <= unicode.MaxRune; r++ {
-		if l := unicode.ToLower(r); strings.ContainsRune("strevmld", l) && r >= utf8.RuneSelf {
-			t.Errorf("%U lower-cases to %q", r, l)
+	var extra []rune
+	for _, c := range "strevmld" {
+		for f := unicode.SimpleFold(c); f != c; f = unicode.SimpleFold(f) {
+			if f >= utf8.RuneSelf {
+				extra = append(extra, f)
+			}
+		}
+	}
+	if !slices.Equal(extra, []rune{'ſ'}) {
+		t.Errorf("the contractions' letters fold to %q beyond ASCII; contraction knows only ſ", extra)
+	}
+	for _, tt := range []struct {
+		text string
+		end  int
+	}{
+		{"'s", 2}, {"'S", 2}, {"'ſ", 3}, {"'ſx", 3}, {"'\xc5", 0}, {"'\xc5x", 0}, {"'re", 3}, {"'RE", 3}, {"'rx", 0},
+		{"'ll", 3}, {"'Ll", 3}, {"'l", 0}, {"'d", 2}, {"’s", 0}, {"'k", 0}, {"'\u212a", 0}, {"'", 0}, {"s", 0},
+	} {
+		if got := contraction(tt.text, 0); got != tt.end {
+			t.Errorf("contraction(%q) = %d, want %d", tt.text, got, tt.end)
 		}
 	}
 }
