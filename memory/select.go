@@ -52,16 +52,18 @@ type SelectOptions struct {
 
 // Group is one category's chosen memories, newest first.
 type Group struct {
-	Category Category
-	Memories []Memory
+	Category Category `json:"category"`
+	Memories []Memory `json:"memories"`
 }
 
-// LeftOut is a memory that did not enter the prompt, and why.
+// LeftOut is a memory that did not enter the prompt, and why. Memory
+// points into the slice given to [Select]; a large store leaves most of its
+// memories out, and copying each would cost more than the selection.
 type LeftOut struct {
-	Memory Memory
-	Reason Reason
+	Memory *Memory `json:"memory"`
+	Reason Reason  `json:"reason"`
 	// Tokens is the line's exact cost when it was counted, else 0.
-	Tokens int
+	Tokens int `json:"tokens,omitempty"`
 }
 
 // Selection is what [Select] chose: data for the prompt package to render
@@ -69,19 +71,19 @@ type LeftOut struct {
 type Selection struct {
 	// Groups holds the chosen memories by category, in priority order.
 	// Categories with nothing chosen are omitted.
-	Groups []Group
+	Groups []Group `json:"groups"`
 	// LeftOut lists every memory not chosen, in the order they were
 	// considered.
-	LeftOut []LeftOut
+	LeftOut []LeftOut `json:"left_out"`
 	// Budget is the token budget the selection was made within.
-	Budget int
+	Budget int `json:"budget"`
 	// Tokens is the total cost of the chosen lines; it is at most Budget.
-	Tokens int
+	Tokens int `json:"tokens"`
 	// Chosen is the number of memories chosen.
-	Chosen int
+	Chosen int `json:"chosen"`
 	// Counted is how many lines were tokenized exactly. The rest were
 	// passed over on their lower bound alone.
-	Counted int
+	Counted int `json:"counted"`
 }
 
 // OverBudget is the number of memories left out for length, the number
@@ -150,8 +152,9 @@ func Select(memories []Memory, cats []Category, budget int, counter Counter, opt
 	bound := opts.lowerBound(counter)
 	chosen := make([][]Memory, len(cats))
 	remaining := budget
+	sel.LeftOut = make([]LeftOut, 0, len(memories))
 	for _, c := range cands {
-		m := memories[c.idx]
+		m := &memories[c.idx]
 		switch {
 		case m.SupersededBy != "" || m.Forgotten:
 			sel.LeftOut = append(sel.LeftOut, LeftOut{Memory: m, Reason: ReasonInactive})
@@ -163,12 +166,11 @@ func Select(memories []Memory, cats []Category, budget int, counter Counter, opt
 			sel.LeftOut = append(sel.LeftOut, LeftOut{Memory: m, Reason: ReasonUnknownCategory})
 			continue
 		}
-		line := Line(m)
-		if bound != nil && bound(line) > remaining {
+		if bound != nil && bound(m.Content, remaining) > remaining {
 			sel.LeftOut = append(sel.LeftOut, LeftOut{Memory: m, Reason: ReasonBudget})
 			continue
 		}
-		n := counter.Count(line)
+		n := counter.Count(Line(*m))
 		sel.Counted++
 		if n > remaining {
 			sel.LeftOut = append(sel.LeftOut, LeftOut{Memory: m, Reason: ReasonBudget, Tokens: n})
@@ -177,7 +179,10 @@ func Select(memories []Memory, cats []Category, budget int, counter Counter, opt
 		remaining -= n
 		sel.Tokens += n
 		sel.Chosen++
-		chosen[c.prio] = append(chosen[c.prio], m)
+		chosen[c.prio] = append(chosen[c.prio], *m)
+	}
+	if len(sel.LeftOut) == 0 {
+		sel.LeftOut = nil
 	}
 	for i, ms := range chosen {
 		if len(ms) > 0 {
@@ -187,17 +192,25 @@ func Select(memories []Memory, cats []Category, budget int, counter Counter, opt
 	return sel
 }
 
-func (o SelectOptions) lowerBound(c Counter) func(string) int {
+// lowerBound returns a lower bound on the cost of a memory's line, given
+// its content, or nil when there is none. The bound may stop counting once
+// it passes limit.
+func (o SelectOptions) lowerBound(c Counter) func(content string, limit int) int {
+	lineBound := func(f func(string) int) func(string, int) int {
+		return func(content string, _ int) int { return f("- " + content) }
+	}
 	if o.LowerBound != nil {
-		return o.LowerBound
+		return lineBound(o.LowerBound)
 	}
 	if lb, ok := c.(LowerBounder); ok {
-		return lb.LowerBound
+		return lineBound(lb.LowerBound)
 	}
 	if n, ok := c.(interface{ Name() string }); ok {
 		switch n.Name() {
 		case "o200k_base", "cl100k_base":
-			return BPELowerBound
+			// "- " adds the piece "-"; the space keeps it apart from the
+			// content's first word. No line is built.
+			return func(content string, limit int) int { return 1 + bpeBound(content, limit-1) }
 		}
 	}
 	return nil
@@ -214,15 +227,19 @@ func (o SelectOptions) lowerBound(c Counter) func(string) int {
 // ceil(k/3) pieces, and each other run of punctuation is a piece. A word
 // with an apostrophe or a non-ASCII byte, whose splitting depends on
 // contractions and Unicode classes, is counted as one piece.
-func BPELowerBound(text string) int {
+func BPELowerBound(text string) int { return bpeBound(text, len(text)) }
+
+// bpeBound is BPELowerBound that may stop early: once the bound passes
+// limit it returns a value above limit, which is all Select needs to know.
+func bpeBound(text string, limit int) int {
 	n := 0
-	for i := 0; i < len(text); {
-		if isASCIISpace(text[i]) {
+	for i := 0; i < len(text) && n <= limit; {
+		if class[text[i]] == space {
 			i++
 			continue
 		}
 		j := i
-		for j < len(text) && !isASCIISpace(text[j]) {
+		for j < len(text) && class[text[j]] != space {
 			j++
 		}
 		n += wordPieces(text[i:j])
@@ -231,33 +248,55 @@ func BPELowerBound(text string) int {
 	return n
 }
 
-// wordPieces bounds the pieces of one word from below; see BPELowerBound.
-func wordPieces(w string) int {
-	for i := 0; i < len(w); i++ {
-		if w[i] >= 0x80 || w[i] == '\'' {
-			return 1
+// Byte classes for bpeBound.
+const (
+	punct  = iota // ASCII punctuation and controls, but the apostrophe
+	space         // ASCII white space
+	letter        // ASCII letter
+	digit         // ASCII digit
+	other         // apostrophe or any byte of a non-ASCII character
+)
+
+var class = func() (c [256]uint8) {
+	for b := range 256 {
+		switch {
+		case b >= 0x80 || b == '\'':
+			c[b] = other
+		case b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f':
+			c[b] = space
+		case b|0x20 >= 'a' && b|0x20 <= 'z':
+			c[b] = letter
+		case b >= '0' && b <= '9':
+			c[b] = digit
 		}
 	}
+	return c
+}()
+
+// wordPieces bounds the pieces of one word from below; see BPELowerBound.
+func wordPieces(w string) int {
 	n := 0
 	for i := 0; i < len(w); {
+		k := class[w[i]]
 		j := i + 1
-		switch {
-		case isASCIILetter(w[i]):
-			for j < len(w) && isASCIILetter(w[j]) {
+		switch k {
+		case other:
+			return 1 // the word's splitting depends on Unicode classes
+		case letter, digit:
+			for j < len(w) && class[w[j]] == k {
 				j++
 			}
-			n++
-		case isASCIIDigit(w[i]):
-			for j < len(w) && isASCIIDigit(w[j]) {
-				j++
+			if k == letter {
+				n++
+			} else {
+				n += (j - i + 2) / 3
 			}
-			n += (j - i + 2) / 3
 		default:
-			for j < len(w) && !isASCIILetter(w[j]) && !isASCIIDigit(w[j]) {
+			for j < len(w) && class[w[j]] == punct {
 				j++
 			}
 			// One punctuation character may open the letters after it.
-			if j-i > 1 || j == len(w) || !isASCIILetter(w[j]) {
+			if j-i > 1 || j == len(w) || class[w[j]] != letter {
 				n++
 			}
 		}
@@ -265,14 +304,6 @@ func wordPieces(w string) int {
 	}
 	return n
 }
-
-func isASCIISpace(b byte) bool {
-	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'
-}
-
-func isASCIILetter(b byte) bool { return b|0x20 >= 'a' && b|0x20 <= 'z' }
-
-func isASCIIDigit(b byte) bool { return b >= '0' && b <= '9' }
 
 //go:embed texts/left-out.txt
 var leftOutText string

@@ -253,17 +253,16 @@ func (s *SQLite) Add(ctx context.Context, ms ...NewMemory) ([]Memory, error) {
 		if err := CheckCategory(s.cats, n.Category); err != nil {
 			return nil, err
 		}
-		out[i] = Memory{
-			ID:        s.newID(),
-			Category:  n.Category,
-			Content:   content,
-			User:      n.User,
-			Chat:      n.Chat,
-			CreatedAt: s.now().UTC(),
-		}
+		out[i] = Memory{Category: n.Category, Content: content, User: n.User, Chat: n.Chat}
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	// Stamped under the lock: created_at follows commit order, and the
+	// clock and id source need not be safe for concurrent use.
+	for i := range out {
+		out[i].ID = s.newID()
+		out[i].CreatedAt = s.now().UTC()
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, s.dbErr(err)
@@ -405,7 +404,9 @@ func (e *ImportError) Unwrap() error { return e.Err }
 func (s *SQLite) Import(ctx context.Context, ms []Memory) error {
 	ids := make(map[string]bool, len(ms))
 	clean := make([]Memory, len(ms))
+	s.wmu.Lock()
 	now := s.now().UTC()
+	s.wmu.Unlock()
 	for i, m := range ms {
 		bad := func(err error) error { return &ImportError{Index: i, ID: m.ID, Err: err} }
 		if m.ID == "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	cmdInit "github.com/loomctx/loom/cmd/loom/init"
 	cmdInspect "github.com/loomctx/loom/cmd/loom/inspect"
+	cmdMemory "github.com/loomctx/loom/cmd/loom/memory"
 	cmdRender "github.com/loomctx/loom/cmd/loom/render"
 	cmdSkills "github.com/loomctx/loom/cmd/loom/skills"
 	cmdTokens "github.com/loomctx/loom/cmd/loom/tokens"
@@ -38,6 +39,7 @@ func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
 		// commands: keep one per line, sorted
 		cmdInit.NewCmdInit(io, nil),
 		cmdInspect.NewCmdInspect(io, nil),
+		cmdMemory.NewCmdMemory(io, nil),
 		cmdRender.NewCmdRender(io, nil),
 		cmdSkills.NewCmdSkills(io, nil),
 		cmdTokens.NewCmdTokens(io, nil),

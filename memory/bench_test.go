@@ -1,0 +1,77 @@
+package memory
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// BenchmarkSelect chooses within the default budget with the real
+// o200k_base tokenizer and no count cache, so each iteration pays for
+// every line it tokenizes.
+func BenchmarkSelect(b *testing.B) {
+	for _, n := range []int{2000, 100000} {
+		ms := genMemories(n, 11)
+		counter := newBPE(b, tokenizer.O200kBase)
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			var sel Selection
+			for b.Loop() {
+				sel = Select(ms, DefaultCategories, DefaultBudget, counter, SelectOptions{ExcludeChat: "chat-1"})
+			}
+			b.ReportMetric(float64(sel.Counted), "counted/op")
+			b.ReportMetric(float64(sel.Chosen), "chosen/op")
+		})
+	}
+}
+
+// BenchmarkSelectCountAll is the same selection with the lower bound
+// switched off: every candidate line is tokenized. It shows what the bound
+// saves.
+func BenchmarkSelectCountAll(b *testing.B) {
+	ms := genMemories(2000, 11)
+	counter := newBPE(b, tokenizer.O200kBase)
+	zero := func(string) int { return 0 }
+	for b.Loop() {
+		Select(ms, DefaultCategories, DefaultBudget, counter, SelectOptions{LowerBound: zero})
+	}
+}
+
+// BenchmarkList reads one scope's active memories from SQLite, what a
+// render does before selecting.
+func BenchmarkList(b *testing.B) {
+	for _, n := range []int{2000, 100000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			s, err := Open(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Import(ctx, genMemories(n, 11)); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				ms, err := s.List(ctx, Query{User: "alex", ExcludeChat: "chat-1"})
+				if err != nil || len(ms) != n {
+					b.Fatal(len(ms), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAdd adds one memory per transaction.
+func BenchmarkAdd(b *testing.B) {
+	s, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := s.Add(ctx, NewMemory{Category: "global_rule", Content: fmt.Sprintf("Rule %d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
