@@ -2,7 +2,6 @@ package tokens
 
 import (
 	_ "embed"
-	"math"
 	"sync"
 
 	"github.com/loomctx/loom/tokens/internal/ranktable"
@@ -93,7 +92,7 @@ func (b *bpe) countPiece(piece string) int {
 // is a single piece).
 const heapThreshold = 64
 
-const noRank = math.MaxUint32
+const noRank = ranktable.NoRank
 
 // rank returns the rank of piece[i:j], or noRank.
 func (b *bpe) rank(piece string, i, j int) uint32 {
@@ -115,7 +114,7 @@ func (b *bpe) mergeScan(piece string) int {
 		starts[i] = i
 	}
 	for i := 0; i+1 < n; i++ {
-		ranks[i] = int(b.rank(piece, i, i+2))
+		ranks[i] = int(b.ranks.PairRank(piece[i], piece[i+1]))
 	}
 	ranks[n-1] = noRank
 	for len(starts) > 2 {
@@ -163,7 +162,7 @@ func (b *bpe) mergeHeap(piece string) int {
 	h := sc.heap[:0]
 	defer func() { sc.heap = h[:0] }() // keep what the heap grew to
 	for i := 0; i+2 <= n; i++ {
-		if r := b.rank(piece, i, i+2); r != noRank {
+		if r := b.ranks.PairRank(piece[i], piece[i+1]); r != noRank {
 			pairRank[i] = r
 			h = append(h, candidate{r, int32(i)})
 		}

@@ -44,6 +44,17 @@ func TestRankTables(t *testing.T) {
 		if tokens < 100_000 {
 			t.Errorf("%s: only %d tokens", tc.b.name, tokens)
 		}
+		for a := range 256 {
+			for c := range 256 {
+				want := uint32(noRank)
+				if r, ok := table.Rank(string([]byte{byte(a), byte(c)})); ok {
+					want = r
+				}
+				if got := table.PairRank(byte(a), byte(c)); got != want {
+					t.Fatalf("%s: PairRank(%#x, %#x) = %d, Rank says %d", tc.b.name, a, c, got, want)
+				}
+			}
+		}
 		for c := range 256 {
 			if _, ok := table.Rank(string([]byte{byte(c)})); !ok {
 				t.Errorf("%s: byte %#x is not a token", tc.b.name, c)

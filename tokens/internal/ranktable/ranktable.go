@@ -5,11 +5,13 @@
 //
 // Layout, all integers little-endian uint32:
 //
-//	magic "loomrnk1"
+//	magic "loomrnk2"
 //	n       number of ranks (the largest rank + 1)
 //	bits    log2 of the number of hash slots
 //	offsets n+1 entries: the token of rank r is data[offsets[r]:offsets[r+1]]
 //	slots   1<<bits entries: 0 for an empty slot, else tag<<rankBits | rank+1
+//	pairs   65536 entries: the rank of the two-byte token a,b at a<<8|b,
+//	        or NoRank; most lookups while merging are of byte pairs
 //	data    the tokens' bytes, in rank order
 //
 // The slots form an open-addressing hash table with linear probing, keyed
@@ -22,16 +24,21 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 )
 
 const (
-	magic    = "loomrnk1"
+	magic    = "loomrnk2"
 	header   = len(magic) + 8
 	rankBits = 18 // ranks below 1<<18 - 1: o200k_base has 200k
 	tagBits  = 32 - rankBits
 	rankMask = 1<<rankBits - 1
+	pairsLen = 256 * 256 * 4
 )
+
+// NoRank is what [Table.PairRank] returns for a pair that is not a token.
+const NoRank = math.MaxUint32
 
 // Table is a vocabulary read from its encoded form. The zero Table is empty.
 type Table struct {
@@ -39,6 +46,7 @@ type Table struct {
 	mask    uint64
 	offsets string // (n+1)*4 bytes
 	slots   string // (mask+1)*4 bytes
+	pairs   string // pairsLen bytes
 	data    string
 }
 
@@ -55,10 +63,11 @@ func Open(enc string) (*Table, error) {
 	}
 	offEnd := header + (n+1)*4
 	slotEnd := offEnd + (1<<b)*4
-	if len(enc) < slotEnd {
+	pairEnd := slotEnd + pairsLen
+	if len(enc) < pairEnd {
 		return nil, errors.New("ranktable: truncated")
 	}
-	t := &Table{n: n, mask: 1<<b - 1, offsets: enc[header:offEnd], slots: enc[offEnd:slotEnd], data: enc[slotEnd:]}
+	t := &Table{n: n, mask: 1<<b - 1, offsets: enc[header:offEnd], slots: enc[offEnd:slotEnd], pairs: enc[slotEnd:pairEnd], data: enc[pairEnd:]}
 	if int(u32(t.offsets, n*4)) != len(t.data) {
 		return nil, errors.New("ranktable: data length does not match offsets")
 	}
@@ -91,6 +100,11 @@ func (t *Table) Rank(s string) (rank uint32, ok bool) {
 			return uint32(r), true
 		}
 	}
+}
+
+// PairRank returns the rank of the two-byte token a,b, or NoRank.
+func (t *Table) PairRank(a, b byte) uint32 {
+	return u32(t.pairs, (int(a)<<8|int(b))*4)
 }
 
 func u32(s string, i int) uint32 {
@@ -150,6 +164,18 @@ func Build(tokens []string) (enc []byte, maxProbe int, err error) {
 	}
 	for _, s := range slots {
 		enc = binary.LittleEndian.AppendUint32(enc, s)
+	}
+	pairs := make([]uint32, 256*256)
+	for i := range pairs {
+		pairs[i] = NoRank
+	}
+	for r, tok := range tokens {
+		if len(tok) == 2 {
+			pairs[int(tok[0])<<8|int(tok[1])] = uint32(r)
+		}
+	}
+	for _, p := range pairs {
+		enc = binary.LittleEndian.AppendUint32(enc, p)
 	}
 	enc = append(enc, data...)
 	return enc, maxProbe, nil
