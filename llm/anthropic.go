@@ -171,7 +171,9 @@ func (a *anthropicClient) Stream(ctx context.Context, req Request, onDelta func(
 			started bool
 			done    bool
 		)
+		events := 0
 		for stream.Next() {
+			events++
 			ev := stream.Current()
 			if err := msg.Accumulate(ev); err != nil {
 				return anthropicResponse(&msg), started, fmt.Errorf("llm: %s: stream: %w", a.cfg.endpoint(), err)
@@ -190,7 +192,7 @@ func (a *anthropicClient) Stream(ctx context.Context, req Request, onDelta func(
 		}
 		out := anthropicResponse(&msg)
 		if err := stream.Err(); err != nil {
-			return out, started, a.wrap(err)
+			return out, started, streamErr(a.cfg, a.wrap(err), events > 0)
 		}
 		if !done {
 			return out, started, fmt.Errorf("llm: %s: %w", a.cfg.endpoint(), ErrStreamCut)

@@ -164,3 +164,13 @@ func temporary(err error) bool {
 	}
 	return errors.Is(err, ErrStreamCut)
 }
+
+// streamErr reports a connection lost after events arrived as a cut
+// stream, which is what the caller can act on.
+func streamErr(c Config, err error, gotEvents bool) error {
+	var ue *UnreachableError
+	if gotEvents && errors.As(err, &ue) && !ue.Timeout {
+		return fmt.Errorf("llm: %s: %w: %v", c.endpoint(), ErrStreamCut, ue.Err)
+	}
+	return err
+}

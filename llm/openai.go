@@ -143,7 +143,9 @@ func (o *openaiClient) Stream(ctx context.Context, req Request, onDelta func(str
 			done    bool
 			calls   = map[int64]*ToolCall{}
 		)
+		events := 0
 		for stream.Next() {
+			events++
 			ch := stream.Current()
 			if ch.Model != "" {
 				out.Model = ch.Model
@@ -185,7 +187,7 @@ func (o *openaiClient) Stream(ctx context.Context, req Request, onDelta func(str
 			out.ToolCalls = append(out.ToolCalls, *calls[i])
 		}
 		if err := stream.Err(); err != nil {
-			return out, started, o.wrap(err)
+			return out, started, streamErr(o.cfg, o.wrap(err), events > 0)
 		}
 		if !done {
 			return out, started, fmt.Errorf("llm: %s: %w", o.cfg.endpoint(), ErrStreamCut)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	cmdChat "github.com/loomctx/loom/cmd/loom/chat"
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	cmdInit "github.com/loomctx/loom/cmd/loom/init"
 	cmdInspect "github.com/loomctx/loom/cmd/loom/inspect"
@@ -37,6 +38,7 @@ func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
 	})
 	root.AddCommand(
 		// commands: keep one per line, sorted
+		cmdChat.NewCmdChat(io, nil),
 		cmdInit.NewCmdInit(io, nil),
 		cmdInspect.NewCmdInspect(io, nil),
 		cmdMemory.NewCmdMemory(io, nil),

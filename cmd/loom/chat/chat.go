@@ -1,0 +1,111 @@
+// Package chat is the `loom chat` command: a REPL on the terminal, or on
+// piped input one line per user turn, that talks to the configured model
+// with the system prompt loom assembles, keeps the session under
+// .loom/sessions/, and feeds the memory: extraction after each user turn,
+// consolidation of old history into memory/MEMORY.md and memory/HISTORY.md.
+package chat
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/llm"
+)
+
+// Config is what loom.yaml says about chatting. The lead's config loader
+// fills it; zero values mean the defaults.
+type Config struct {
+	LLM llm.Config `yaml:"llm"`
+	// NoExtract turns memory extraction off.
+	NoExtract bool `yaml:"no_extract"`
+	// ExtractAssistant mines the assistant's replies too.
+	ExtractAssistant bool `yaml:"extract_assistant"`
+	// ExtractQueue bounds the extraction queue; default 256.
+	ExtractQueue int `yaml:"extract_queue"`
+	// ConsolidateThreshold is the unconsolidated history, in tokens, that
+	// triggers consolidation; default 16000, negative turns it off.
+	ConsolidateThreshold int `yaml:"consolidate_threshold"`
+	// ConsolidateKeep is the recent history kept out of consolidation;
+	// default half the threshold.
+	ConsolidateKeep int `yaml:"consolidate_keep"`
+	// ShutdownWait bounds how long the end of the session waits for
+	// queued extraction and running consolidation; default 30s.
+	ShutdownWait time.Duration `yaml:"shutdown_wait"`
+}
+
+// ChatOptions hold what `loom chat` was asked to do and the seams the
+// caller wires.
+type ChatOptions struct {
+	IO *cmdutil.IOStreams
+
+	Dir     string
+	Channel string
+	User    string
+
+	// LoadConfig reads loom.yaml of dir. Nil means the zero Config; the
+	// LOOM_LLM_* environment is applied over it either way.
+	LoadConfig func(dir string) (Config, error)
+	// SystemPrompt renders the system prompt for a turn. Nil sends none.
+	SystemPrompt func(ctx context.Context) (string, error)
+	// PromptReport describes the rendered prompt for /prompt; optional.
+	PromptReport func(ctx context.Context) (string, error)
+	// Skill returns the body of the named skill for /skill NAME and /NAME;
+	// an error means no such skill. Nil: skills are not available.
+	Skill func(name string) (string, error)
+
+	// Interrupt delivers Ctrl-C; nil means os.Interrupt via signal.Notify.
+	Interrupt <-chan os.Signal
+	// Now stamps session messages; default time.Now.
+	Now func() time.Time
+	// Logger gets background failures; default text on IO.ErrOut.
+	Logger *slog.Logger
+}
+
+// NewCmdChat returns the `loom chat` command. runF replaces chatRun in
+// tests; nil means chatRun.
+func NewCmdChat(ios *cmdutil.IOStreams, runF func(*ChatOptions) error) *cobra.Command {
+	opts := &ChatOptions{IO: ios}
+	cmd := &cobra.Command{
+		Use:   "chat",
+		Short: "Talk to the configured model with the prompt loom assembles",
+		Long: `Start a conversation with the model configured in loom.yaml (llm:) or by
+LOOM_LLM_BASE_URL, LOOM_LLM_API_KEY, LOOM_LLM_MODEL and LOOM_LLM_PROVIDER.
+
+Each line you type is a user turn. The reply streams as it arrives and the
+turn is saved to .loom/sessions/CHANNEL_USER.jsonl. After each turn the
+memory is fed in the background: instructions and facts you state are
+extracted into the memory store, and once the unconsolidated history
+passes a token threshold its oldest part is consolidated into
+memory/MEMORY.md and memory/HISTORY.md.
+
+Input may be piped: one line per turn until end of input.
+
+Commands:
+  /new           archive the session into memory and start over
+  /skill NAME    load a skill for the next turn (also /NAME)
+  /memory        show what is remembered
+  /prompt        show the current system prompt
+  /help          list the commands
+  /exit          end the session (so does end of input)
+
+Ctrl-C cancels the reply in flight, not the session.`,
+		Example: `  loom chat -w ./agent
+  printf 'hello\nwhat did I just say?\n' | loom chat -w ./agent --user ana`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return chatRun(opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Dir, "workspace", "w", ".", "workspace folder")
+	cmd.Flags().StringVar(&opts.Channel, "channel", "cli", "channel name, part of the session key")
+	cmd.Flags().StringVar(&opts.User, "user", "", "user id: scopes memories and names the session")
+	return cmd
+}

@@ -1,0 +1,300 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/llm/consolidate"
+	"github.com/loomctx/loom/llm/llmtest"
+	"github.com/loomctx/loom/memory"
+)
+
+var clock = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+// fake answers chat turns with "Reply N" and extraction with the name the
+// user gave, if any.
+func fake(t *testing.T, format string) *llmtest.Server {
+	s := llmtest.New(t, format)
+	var mu sync.Mutex
+	n := 0
+	s.Default = func(r llmtest.Request) llmtest.Reply {
+		switch r.Kind {
+		case "extract":
+			body, _ := json.Marshal(r.JSON["messages"])
+			if strings.Contains(string(body), "My name is Ana") {
+				return llmtest.Reply{Text: `{"user_instructions":null,"user_profile":[{"content":"The user is Ana.","supersedes_id":null}]}`}
+			}
+			return llmtest.Reply{Text: `{"user_instructions":null,"user_profile":null}`}
+		case "consolidate":
+			return llmtest.Reply{ToolCalls: []llm.ToolCall{{Name: "save_memory",
+				Arguments: `{"history_entry":"[2026-03-01 10:00] Ana said hello.","memory_update":"# Memory\n- The user is Ana\n"}`}}}
+		}
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		return llmtest.Reply{Text: fmt.Sprintf("Reply %d.", k)}
+	}
+	return s
+}
+
+type run struct {
+	out, errOut string
+	err         error
+	dir         string
+}
+
+func runChat(t *testing.T, s *llmtest.Server, dir, input string, tweak func(*ChatOptions, *Config)) run {
+	t.Helper()
+	ios, in, out, errOut := cmdutil.Test()
+	in.WriteString(input)
+	cfg := Config{LLM: s.Config(nil), ShutdownWait: 10 * time.Second}
+	opts := &ChatOptions{
+		IO: ios, Dir: dir, Channel: "cli", User: "ana",
+		SystemPrompt: func(context.Context) (string, error) { return "You are the test agent.", nil },
+		Interrupt:    make(chan os.Signal),
+		Now:          func() time.Time { return clock },
+	}
+	if tweak != nil {
+		tweak(opts, &cfg)
+	}
+	opts.LoadConfig = func(string) (Config, error) { return cfg, nil }
+	for _, k := range []string{llm.EnvBaseURL, llm.EnvModel, llm.EnvAPIKey, llm.EnvProvider} {
+		t.Setenv(k, "")
+	}
+	err := chatRun(opts)
+	return run{out.String(), errOut.String(), err, dir}
+}
+
+func chatRequests(s *llmtest.Server) []llmtest.Request {
+	var out []llmtest.Request
+	for _, r := range s.Requests() {
+		if r.Kind == "chat" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestPipedTurns(t *testing.T) {
+	for _, format := range []string{llmtest.OpenAI, llmtest.Anthropic} {
+		t.Run(format, func(t *testing.T) {
+			s := fake(t, format)
+			dir := t.TempDir()
+			r := runChat(t, s, dir, "Hello there\n\nMy name is Ana and I work at Acme.", nil)
+			if r.err != nil {
+				t.Fatalf("%v\n%s", r.err, r.errOut)
+			}
+			if r.out != "Reply 1.\nReply 2.\n" {
+				t.Errorf("out = %q", r.out)
+			}
+			if strings.Count(r.errOut, "[tokens in ") != 2 || !strings.Contains(r.errOut, "cached 0 (0%)") {
+				t.Errorf("status lines: %q", r.errOut)
+			}
+			reqs := chatRequests(s)
+			if len(reqs) != 2 || reqs[1].Stream != true {
+				t.Fatalf("%d chat requests", len(reqs))
+			}
+			got, _ := json.Marshal(reqs[1].JSON["messages"])
+			want := `[{"content":"You are the test agent.","role":"system"},{"content":"Hello there","role":"user"},{"content":"Reply 1.","role":"assistant"},{"content":"My name is Ana and I work at Acme.","role":"user"}]`
+			if format == llmtest.Anthropic {
+				want = `[{"content":[{"text":"Hello there","type":"text"}],"role":"user"},{"content":[{"text":"Reply 1.","type":"text"}],"role":"assistant"},{"content":[{"text":"My name is Ana and I work at Acme.","type":"text"}],"role":"user"}]`
+			}
+			if string(got) != want {
+				t.Errorf("second request messages:\n%s\nwant\n%s", got, want)
+			}
+			sess, err := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var roles []string
+			for _, m := range sess.Messages {
+				roles = append(roles, m.Role+":"+m.Content)
+			}
+			if strings.Join(roles, "|") != "user:Hello there|assistant:Reply 1.|user:My name is Ana and I work at Acme.|assistant:Reply 2." {
+				t.Errorf("session = %v", roles)
+			}
+			// Extraction of the last turn finished before exit.
+			st, err := memory.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			ms, _ := st.List(context.Background(), memory.Query{User: "ana"})
+			if len(ms) != 1 || ms[0].Content != "The user is Ana." || ms[0].Chat != "cli_ana" {
+				t.Errorf("memories = %+v", ms)
+			}
+		})
+	}
+}
+
+func TestNoEndpoint(t *testing.T) {
+	ios, _, _, _ := cmdutil.Test()
+	for _, k := range []string{llm.EnvBaseURL, llm.EnvModel, llm.EnvAPIKey, llm.EnvProvider} {
+		t.Setenv(k, "")
+	}
+	cmd := NewCmdChat(ios, nil)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetArgs([]string{"-w", t.TempDir()})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "LOOM_LLM_BASE_URL") || !strings.Contains(err.Error(), "no model endpoint configured") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestNewArchivesThenClears(t *testing.T) {
+	s := fake(t, llmtest.OpenAI)
+	dir := t.TempDir()
+	r := runChat(t, s, dir, "Hello there\n/new\nSecond session\n", nil)
+	if r.err != nil || !strings.Contains(r.errOut, "new session started") {
+		t.Fatalf("%v\n%s", r.err, r.errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "memory", "MEMORY.md")); string(b) != "# Memory\n- The user is Ana\n" {
+		t.Errorf("MEMORY.md = %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "memory", "HISTORY.md")); string(b) != "[2026-03-01 10:00] Ana said hello.\n\n" {
+		t.Errorf("HISTORY.md = %q", b)
+	}
+	sess, _ := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
+	if len(sess.Messages) != 2 || sess.Messages[0].Content != "Second session" {
+		t.Errorf("session after /new = %+v", sess.Messages)
+	}
+	// The turn after /new does not replay the archived one.
+	reqs := chatRequests(s)
+	if msgs := reqs[len(reqs)-1].JSON["messages"].([]any); len(msgs) != 2 {
+		t.Errorf("turn after /new sent %d messages", len(msgs))
+	}
+}
+
+func TestNewKeepsSessionWhenArchivingFails(t *testing.T) {
+	s := fake(t, llmtest.OpenAI)
+	dir := t.TempDir()
+	// A file where the memory folder should be: neither memory file can
+	// be written, raw archive included.
+	os.WriteFile(filepath.Join(dir, "memory"), []byte("not a folder"), 0o644)
+	r := runChat(t, s, dir, "Hello there\n/new\n", nil)
+	if !strings.Contains(r.errOut, "archiving failed, session kept") {
+		t.Fatalf("errOut = %s", r.errOut)
+	}
+	sess, _ := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
+	if len(sess.Messages) != 2 {
+		t.Errorf("session lost: %+v", sess.Messages)
+	}
+}
+
+func TestConsolidationMovesPointer(t *testing.T) {
+	s := fake(t, llmtest.OpenAI)
+	dir := t.TempDir()
+	var in strings.Builder
+	for i := range 8 {
+		fmt.Fprintf(&in, "Turn %d: tell me something about the quarterly churn figures in EMEA.\n", i)
+	}
+	r := runChat(t, s, dir, in.String(), func(_ *ChatOptions, c *Config) { c.ConsolidateThreshold = 120; c.ConsolidateKeep = 60 })
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	sess, _ := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
+	if sess.LastConsolidated == 0 || sess.Messages[sess.LastConsolidated].Role != "user" {
+		t.Errorf("pointer = %d", sess.LastConsolidated)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "memory", "HISTORY.md")); !strings.Contains(string(b), "Ana said hello.") {
+		t.Errorf("HISTORY.md = %q", b)
+	}
+}
+
+func TestCtrlCCancelsTheReplyOnly(t *testing.T) {
+	s := fake(t, llmtest.OpenAI)
+	s.Push(llmtest.Reply{Delay: 10 * time.Second, Text: "never"})
+	dir := t.TempDir()
+	intr := make(chan os.Signal, 1)
+	go func() {
+		for len(s.Requests()) == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		intr <- os.Interrupt
+	}()
+	r := runChat(t, s, dir, "Slow question\nSecond question\n", func(o *ChatOptions, c *Config) { o.Interrupt = intr; c.NoExtract = true })
+	if r.err != nil || !strings.Contains(r.errOut, "[reply cancelled]") {
+		t.Fatalf("%v\n%s", r.err, r.errOut)
+	}
+	if r.out != "Reply 1.\n" {
+		t.Errorf("out = %q", r.out)
+	}
+	reqs := chatRequests(s)
+	got, _ := json.Marshal(reqs[len(reqs)-1].JSON["messages"])
+	// The cancelled turn's question is kept and merged with the next.
+	if want := `[{"content":"You are the test agent.","role":"system"},{"content":"Slow question\n\nSecond question","role":"user"}]`; string(got) != want {
+		t.Errorf("messages = %s", got)
+	}
+}
+
+func TestStreamCutKeepsUserMessage(t *testing.T) {
+	s := fake(t, llmtest.OpenAI)
+	s.Push(llmtest.Reply{Text: "partial answer that breaks", CutAfter: 3})
+	dir := t.TempDir()
+	r := runChat(t, s, dir, "Question\n", func(_ *ChatOptions, c *Config) { c.NoExtract = true })
+	if !strings.Contains(r.errOut, "stream ended before the reply was complete") {
+		t.Errorf("errOut = %s", r.errOut)
+	}
+	sess, _ := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
+	if len(sess.Messages) != 1 || sess.Messages[0].Content != "Question" {
+		t.Errorf("session = %+v", sess.Messages)
+	}
+}
+
+func TestSkillAndCommands(t *testing.T) {
+	s := fake(t, llmtest.OpenAI)
+	dir := t.TempDir()
+	r := runChat(t, s, dir, "/help\n/pdf summarise report.pdf\n/memory\n/prompt\n/nosuch\n/exit\nnever sent\n", func(o *ChatOptions, c *Config) {
+		c.NoExtract = true
+		o.Skill = func(name string) (string, error) {
+			if name == "pdf" {
+				return "Use pdftotext first.", nil
+			}
+			return "", fmt.Errorf("no skill named %q", name)
+		}
+	})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	reqs := chatRequests(s)
+	if len(reqs) != 1 {
+		t.Fatalf("%d chat requests", len(reqs))
+	}
+	msgs := reqs[0].JSON["messages"].([]any)
+	user := msgs[len(msgs)-1].(map[string]any)["content"]
+	if want := "[Skill: pdf — instructions for this turn]\nUse pdftotext first.\n[/Skill]\n\nsummarise report.pdf"; user != want {
+		t.Errorf("user = %q", user)
+	}
+	for _, want := range []string{"/new ", "## memory/MEMORY.md", "(empty)", "## Memories (0)", "You are the test agent."} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("out lacks %q:\n%s", want, r.out)
+		}
+	}
+	if !strings.Contains(r.errOut, `/nosuch: no skill named "nosuch"`) {
+		t.Errorf("errOut = %s", r.errOut)
+	}
+	// The session keeps what the user typed, not the skill body.
+	sess, _ := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
+	if len(sess.Messages) == 0 || sess.Messages[0].Content != "summarise report.pdf" {
+		t.Errorf("session = %+v", sess.Messages)
+	}
+}
+
+func TestSessionPath(t *testing.T) {
+	got := []string{SessionPath("/w", "", ""), SessionPath("/w", "slack", "U1:x/y")}
+	want := []string{filepath.FromSlash("/w/.loom/sessions/cli_default.jsonl"), filepath.FromSlash("/w/.loom/sessions/slack_U1_x_y.jsonl")}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v", got)
+	}
+}
