@@ -91,7 +91,11 @@ func TestSelectOrderAndReasons(t *testing.T) {
 func TestSelectRealTokens(t *testing.T) {
 	for _, enc := range []tokenizer.Encoding{tokenizer.O200kBase, tokenizer.Cl100kBase} {
 		counter := newBPE(t, enc)
-		ms := genMemories(3000, 7)
+		n := 3000
+		if raceEnabled {
+			n = 600
+		}
+		ms := genMemories(n, 7)
 		for _, budget := range []int{0, 7, 100, 1000, 5000} {
 			for _, exclude := range []string{"", "chat-1"} {
 				for i := range ms {
@@ -193,14 +197,18 @@ func TestBPELowerBound(t *testing.T) {
 
 	// The bound never exceeds the real count, on realistic memories and on
 	// random strings built to find the pattern's corners.
+	tries := 10000
+	if raceEnabled {
+		tries = 1000
+	}
 	var texts []string
-	for _, m := range genMemories(5000, 3) {
+	for _, m := range genMemories(tries/2, 3) {
 		texts = append(texts, Line(m))
 	}
 	alphabet := []string{"a", "B", "z", "é", "ß", "東", "🚀", "\u0301", "1", "22", "٣", " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u2003",
 		".", ",", "'", "’", "(", ")", "-", "/", "!", "?", "'s", "'T", "<|endoftext|>", "_", "\x00", "\xff"}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for range 10000 {
+	for range tries {
 		var b strings.Builder
 		for range 1 + rng.IntN(12) {
 			b.WriteString(alphabet[rng.IntN(len(alphabet))])
@@ -247,4 +255,22 @@ func leftIDs(sel Selection) string {
 		parts = append(parts, l.Memory.ID+"("+string(l.Reason)+")")
 	}
 	return strings.Join(parts, " ")
+}
+
+// FuzzBPELowerBound looks for text whose bound exceeds the real o200k_base
+// or cl100k_base count: go test -fuzz FuzzBPELowerBound ./memory
+func FuzzBPELowerBound(f *testing.F) {
+	for _, s := range []string{"- Respond in French.", "a.b", "((word", "1234567", "it's", "<|endoftext|>", "x\u0301!'s", "  \t\n"} {
+		f.Add(s)
+	}
+	o200k := newBPE(f, tokenizer.O200kBase)
+	cl100k := newBPE(f, tokenizer.Cl100kBase)
+	f.Fuzz(func(t *testing.T, s string) {
+		b := BPELowerBound(s)
+		for _, c := range []*bpeCounter{o200k, cl100k} {
+			if n := c.Count(s); b > n {
+				t.Fatalf("BPELowerBound(%q) = %d, but %s counts %d", s, b, c.name, n)
+			}
+		}
+	})
 }
