@@ -1,0 +1,285 @@
+// Package messages builds the message list for one turn of an agent: the
+// system prompt, the replayed history and the current message with its
+// runtime context and images. It keeps the prefix a provider caches (system
+// prompt plus history) byte-stable from turn to turn, cleans what an agent
+// persists, and writes the list in OpenAI and Anthropic form.
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Role is who speaks a message.
+type Role string
+
+// The roles loom knows. System appears only as the first message of a
+// built turn, never in history.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one provider-neutral chat message. Its JSON form is the OpenAI
+// Chat Completions message, plus reasoning_content for the reasoning text
+// some providers return and want replayed.
+type Message struct {
+	Role       Role
+	Content    Content
+	ToolCalls  []ToolCall
+	ToolCallID string
+	Name       string
+	Reasoning  string
+}
+
+// Content is a message's content: plain text, or a list of parts when
+// Parts is non-nil.
+type Content struct {
+	Text  string
+	Parts []Part
+}
+
+// PartType names a content part.
+type PartType string
+
+// The part types loom reads and writes.
+const (
+	PartText  PartType = "text"
+	PartImage PartType = "image_url"
+)
+
+// Part is one piece of list content: text, or an image.
+type Part struct {
+	Type  PartType
+	Text  string
+	Image *Image
+}
+
+// Image is an image part. Data holds base64 bytes with their MIME type; URL
+// holds a remote image when Data is empty.
+type Image struct {
+	MIME string
+	Data string
+	URL  string
+}
+
+// ToolCall is one function call an assistant message asks for.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is a tool call's function name and JSON arguments.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// TextContent returns plain text content.
+func TextContent(s string) Content { return Content{Text: s} }
+
+// IsList reports whether the content is a list of parts.
+func (c Content) IsList() bool { return c.Parts != nil }
+
+// IsEmpty reports whether the content carries no text and no parts.
+func (c Content) IsEmpty() bool {
+	if c.Parts != nil {
+		return len(c.Parts) == 0
+	}
+	return c.Text == ""
+}
+
+// String returns the content's text: the text itself, or the text parts
+// joined by blank lines, with "[image]" for each image.
+func (c Content) String() string {
+	if c.Parts == nil {
+		return c.Text
+	}
+	var b strings.Builder
+	for i, p := range c.Parts {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		if p.Type == PartImage {
+			b.WriteString(imagePlaceholder)
+		} else {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// URLString returns the image as the URL OpenAI takes: a base64 data URL,
+// or the remote URL.
+func (im *Image) URLString() string {
+	if im.Data == "" {
+		return im.URL
+	}
+	return "data:" + im.MIME + ";base64," + im.Data
+}
+
+// clone returns a deep copy, so a built turn never aliases its input.
+func (m Message) clone() Message {
+	if m.Content.Parts != nil {
+		parts := make([]Part, len(m.Content.Parts))
+		copy(parts, m.Content.Parts)
+		m.Content.Parts = parts
+	}
+	if m.ToolCalls != nil {
+		m.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
+	}
+	return m
+}
+
+type wireMessage struct {
+	Role       Role            `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []ToolCall      `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	Reasoning  string          `json:"reasoning_content,omitempty"`
+}
+
+type wirePart struct {
+	Type     PartType `json:"type"`
+	Text     *string  `json:"text,omitempty"`
+	ImageURL *wireURL `json:"image_url,omitempty"`
+}
+
+type wireURL struct {
+	URL string `json:"url"`
+}
+
+// MarshalJSON writes the OpenAI chat form. Content is null for an assistant
+// message that only calls tools.
+func (m Message) MarshalJSON() ([]byte, error) {
+	w := wireMessage{Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name, Reasoning: m.Reasoning}
+	switch {
+	case m.Content.Parts != nil:
+		parts := make([]wirePart, len(m.Content.Parts))
+		for i, p := range m.Content.Parts {
+			switch p.Type {
+			case PartImage:
+				if p.Image == nil {
+					return nil, fmt.Errorf("image part %d has no image", i)
+				}
+				parts[i] = wirePart{Type: PartImage, ImageURL: &wireURL{URL: p.Image.URLString()}}
+			default:
+				text := p.Text
+				parts[i] = wirePart{Type: PartText, Text: &text}
+			}
+		}
+		raw, err := marshal(parts)
+		if err != nil {
+			return nil, err
+		}
+		w.Content = raw
+	case m.Content.Text == "" && len(m.ToolCalls) > 0:
+		w.Content = json.RawMessage("null")
+	default:
+		raw, err := marshal(m.Content.Text)
+		if err != nil {
+			return nil, err
+		}
+		w.Content = raw
+	}
+	return marshal(w)
+}
+
+// UnmarshalJSON reads the OpenAI chat form: content as a string, null, or a
+// list of text and image_url parts. It does not check the role; the history
+// parser does.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var w wireMessage
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*m = Message{Role: w.Role, ToolCalls: w.ToolCalls, ToolCallID: w.ToolCallID, Name: w.Name, Reasoning: w.Reasoning}
+	raw := bytes.TrimSpace(w.Content)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+	case raw[0] == '"':
+		if err := json.Unmarshal(raw, &m.Content.Text); err != nil {
+			return fmt.Errorf("content: %w", err)
+		}
+	case raw[0] == '[':
+		var parts []wirePart
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return fmt.Errorf("content: %w", err)
+		}
+		m.Content.Parts = make([]Part, 0, len(parts))
+		for i, p := range parts {
+			part, err := p.part()
+			if err != nil {
+				return fmt.Errorf("content part %d: %w", i, err)
+			}
+			m.Content.Parts = append(m.Content.Parts, part)
+		}
+	default:
+		return errors.New("content: want a string, null or a list of parts")
+	}
+	for i, tc := range m.ToolCalls {
+		if tc.ID == "" || tc.Function.Name == "" {
+			return fmt.Errorf("tool call %d: id and function name are required", i)
+		}
+		if tc.Type == "" {
+			m.ToolCalls[i].Type = "function"
+		}
+	}
+	return nil
+}
+
+func (p wirePart) part() (Part, error) {
+	switch p.Type {
+	case PartText:
+		if p.Text == nil {
+			return Part{}, errors.New("text part without text")
+		}
+		return Part{Type: PartText, Text: *p.Text}, nil
+	case PartImage:
+		if p.ImageURL == nil || p.ImageURL.URL == "" {
+			return Part{}, errors.New("image_url part without url")
+		}
+		im, err := parseImageURL(p.ImageURL.URL)
+		if err != nil {
+			return Part{}, err
+		}
+		return Part{Type: PartImage, Image: im}, nil
+	case "":
+		return Part{}, errors.New("part without type")
+	default:
+		return Part{}, fmt.Errorf("unsupported part type %q (want text or image_url)", p.Type)
+	}
+}
+
+// parseImageURL splits a base64 data URL into MIME type and data; any other
+// URL is kept as a remote image.
+func parseImageURL(u string) (*Image, error) {
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return &Image{URL: u}, nil
+	}
+	mime, data, ok := strings.Cut(rest, ";base64,")
+	if !ok || mime == "" {
+		return nil, errors.New("data URL is not base64 with a MIME type")
+	}
+	return &Image{MIME: mime, Data: data}, nil
+}
+
+// marshal is json.Marshal without HTML escaping, so text keeps its <, > and
+// & readable, and without the trailing newline of an Encoder.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
