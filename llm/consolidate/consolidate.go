@@ -142,12 +142,12 @@ func (c *Consolidator) Due(msgs []Message, last int) bool {
 // false when the threshold is not reached.
 func (c *Consolidator) Plan(msgs []Message, last int) (end int, ok bool) {
 	last = min(max(last, 0), len(msgs))
-	if !c.Due(msgs, last) {
-		return last, false
-	}
 	suffix := make([]int, len(msgs)+1) // suffix[i]: tokens of msgs[i:]
 	for i := len(msgs) - 1; i >= last; i-- {
 		suffix[i] = suffix[i+1] + c.tokens(msgs[i])
+	}
+	if suffix[last] < c.opts.Threshold {
+		return last, false
 	}
 	lastUser := -1
 	for i := last + 1; i < len(msgs); i++ {

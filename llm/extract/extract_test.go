@@ -203,7 +203,9 @@ func TestFaultsLeaveMemoriesUnchanged(t *testing.T) {
 			st := openStore(t)
 			st.Add(context.Background(), memory.NewMemory{Category: "global_rule", Content: "Answer in French."})
 			cfg := s.Config(nil)
-			cfg.Timeout = 50 * time.Millisecond
+			if name == "timeout" {
+				cfg.Timeout = 50 * time.Millisecond
+			}
 			c, _ := llm.New(cfg)
 			ex := extract.New(extract.Options{Client: c, Store: st})
 			_, err := ex.Extract(context.Background(), extract.Job{Messages: conversation("Never use tables, ever.")})

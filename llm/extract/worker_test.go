@@ -46,6 +46,7 @@ func TestBurstNothingDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := w.Stats()
+	t.Logf("burst of 100 into the default queue: %+v", got)
 	want := extract.Stats{Submitted: 100, Done: 100, Added: 100}
 	if got != want {
 		t.Errorf("stats = %+v, want %+v", got, want)
@@ -72,6 +73,7 @@ func TestBurstSmallQueueCountsDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := w.Stats()
+	t.Logf("burst of 100 into a queue of 10: %+v", got)
 	if got.Dropped != int64(refused) || got.Dropped == 0 || got.Done+got.Dropped != 100 || got.Failed != 0 {
 		t.Errorf("stats = %+v, refused %d", got, refused)
 	}
