@@ -117,7 +117,7 @@ func BenchmarkColdFirstCount(b *testing.B) {
 				}
 				total += time.Duration(ns)
 			}
-			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/first-count")
+			b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/first-count")
 		})
 	}
 }

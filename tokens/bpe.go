@@ -2,6 +2,7 @@ package tokens
 
 import (
 	_ "embed"
+	"strings"
 	"sync"
 
 	"github.com/loomctx/loom/tokens/internal/ranktable"
@@ -39,6 +40,7 @@ type bpe struct {
 
 	once  sync.Once
 	ranks *ranktable.Table
+	long  pieceMemo
 }
 
 // Name returns the encoding name, e.g. "o200k_base".
@@ -83,7 +85,59 @@ func (b *bpe) countPiece(piece string) int {
 	if len(piece) < heapThreshold {
 		return b.mergeScan(piece)
 	}
-	return b.mergeHeap(piece)
+	if n, ok := b.long.get(piece); ok {
+		return n
+	}
+	n := b.mergeHeap(piece)
+	b.long.put(piece, n)
+	return n
+}
+
+// pieceMemo remembers the counts of long pieces: runs of spaces that align
+// columns, rules of dashes, unbroken CJK sentences. They are rare, but each
+// costs many merges, and the same run tends to come back, within a file and
+// across the files of a prompt. Short pieces, nearly all of them, are
+// cheaper to merge than to look up. gpt-tokenizer keeps a cache of the
+// same kind.
+//
+// Pieces longer than memoMaxPiece are not kept, so that a huge piece is
+// merged every time and does not crowd out the rest; when the kept pieces
+// reach memoMaxBytes the memo starts over.
+type pieceMemo struct {
+	mu    sync.Mutex
+	m     map[string]int
+	bytes int
+}
+
+const (
+	memoMaxPiece = 8 << 10
+	memoMaxBytes = 1 << 20
+)
+
+func (pm *pieceMemo) get(piece string) (int, bool) {
+	if len(piece) > memoMaxPiece {
+		return 0, false
+	}
+	pm.mu.Lock()
+	n, ok := pm.m[piece]
+	pm.mu.Unlock()
+	return n, ok
+}
+
+func (pm *pieceMemo) put(piece string, n int) {
+	if len(piece) > memoMaxPiece {
+		return
+	}
+	piece = strings.Clone(piece) // do not pin the caller's text
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	if pm.m == nil || pm.bytes+len(piece) > memoMaxBytes {
+		pm.m, pm.bytes = map[string]int{}, 0
+	}
+	if _, ok := pm.m[piece]; !ok {
+		pm.m[piece] = n
+		pm.bytes += len(piece)
+	}
 }
 
 // heapThreshold is the piece length from which merging keeps its

@@ -1,6 +1,7 @@
 package tokens
 
 import (
+	"encoding/binary"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -41,16 +42,35 @@ var asciiClass = func() (t [utf8.RuneSelf]uint8) {
 // their ranges rather than testing every rune; it takes a fraction of a
 // millisecond.
 func loadClasses() {
+	fill := func(lo, hi, stride int, bits uint8) {
+		if lo >= tableRunes {
+			return
+		}
+		hi = min(hi, tableRunes-1)
+		if stride == 1 {
+			// Eight runes at a time: the big ranges (CJK, Hangul) are most
+			// of the work.
+			s := classTable[lo : hi+1]
+			pattern := uint64(bits) * 0x0101010101010101
+			for len(s) >= 8 {
+				binary.LittleEndian.PutUint64(s, binary.LittleEndian.Uint64(s)|pattern)
+				s = s[8:]
+			}
+			for i := range s {
+				s[i] |= bits
+			}
+			return
+		}
+		for c := lo; c <= hi; c += stride {
+			classTable[c] |= bits
+		}
+	}
 	set := func(rt *unicode.RangeTable, bits uint8) {
 		for _, r := range rt.R16 {
-			for c := int(r.Lo); c <= int(r.Hi); c += int(r.Stride) {
-				classTable[c] |= bits
-			}
+			fill(int(r.Lo), int(r.Hi), int(r.Stride), bits)
 		}
 		for _, r := range rt.R32 {
-			for c := int(r.Lo); c <= int(r.Hi) && c < tableRunes; c += int(r.Stride) {
-				classTable[c] |= bits
-			}
+			fill(int(r.Lo), int(r.Hi), int(r.Stride), bits)
 		}
 	}
 	set(unicode.Lu, cLetter|cUpper)

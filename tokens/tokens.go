@@ -72,8 +72,10 @@ func Get(encoding string) (Counter, error) {
 	return nil, &UnknownEncodingError{Name: encoding}
 }
 
-// Uncached returns a counter for an encoding that tokenizes on every call.
-// It is meant for benchmarks and for callers with their own cache.
+// Uncached returns a counter for an encoding that tokenizes on every call,
+// without the content cache of [Get]. (It still remembers the merges of
+// long pieces, such as runs of spaces, as every exact counter does.) It is
+// meant for benchmarks and for callers with their own cache.
 func Uncached(encoding string) (Counter, error) {
 	switch encoding {
 	case O200kBase:

@@ -479,3 +479,55 @@ func FuzzCount(f *testing.F) {
 		}
 	})
 }
+
+// TestPieceMemo checks that remembering long pieces changes no count, keeps
+// within its budget, and leaves huge pieces out.
+func TestPieceMemo(t *testing.T) {
+	b := &bpe{name: O200kBase, next: nextO200k, encoded: &o200kRanks}
+	fresh := &bpe{name: O200kBase, next: nextO200k, encoded: &o200kRanks}
+	text := readCorpus(t, "spaces.txt") + strings.Repeat("=", 500) + "\n" + strings.Repeat("日本語", 40)
+	want := b.Count(text)
+	if len(b.long.m) == 0 {
+		t.Fatal("no long piece remembered")
+	}
+	if got := b.Count(text); got != want {
+		t.Errorf("second count %d, first %d", got, want)
+	}
+	for range 3 {
+		// Distinct long pieces, more than the budget holds.
+		for i := range memoMaxBytes/500 + 10 {
+			s := strings.Repeat(" ", 100+i%400) + "x" + strings.Repeat("-", 100+i/400)
+			if got, want := b.Count(s), fresh.countNoMemo(s); got != want {
+				t.Fatalf("Count(%d spaces…) = %d, want %d", 100+i%400, got, want)
+			}
+		}
+	}
+	if b.long.bytes > memoMaxBytes {
+		t.Errorf("memo holds %d bytes, budget %d", b.long.bytes, memoMaxBytes)
+	}
+	huge := strings.Repeat("a", memoMaxPiece+1)
+	b.Count(huge)
+	if _, ok := b.long.m[huge]; ok {
+		t.Error("a piece over memoMaxPiece was remembered")
+	}
+}
+
+// countNoMemo counts like Count without the piece memo.
+func (b *bpe) countNoMemo(text string) int {
+	b.once.Do(b.load)
+	n := 0
+	for i := 0; i < len(text); {
+		j := b.next(text, i)
+		piece := text[i:j]
+		switch _, ok := b.ranks.Rank(piece); {
+		case len(piece) == 1 || ok:
+			n++
+		case len(piece) < heapThreshold:
+			n += b.mergeScan(piece)
+		default:
+			n += b.mergeHeap(piece)
+		}
+		i = j
+	}
+	return n
+}
