@@ -64,22 +64,20 @@ func (r *Report) fillPrefix(system string, sections []Section, stable []Message,
 	}
 
 	h := sha256.New()
-	sys, err := marshal(Message{Role: RoleSystem, Content: TextContent(system)})
+	line, err := appendMessage(nil, Message{Role: RoleSystem, Content: TextContent(system)})
 	if err != nil {
 		return err
 	}
-	h.Write(sys)
-	h.Write([]byte{'\n'})
+	h.Write(append(line, '\n'))
 	r.History = make([]string, len(stable))
 	for i, m := range stable {
-		line, err := marshal(m)
+		line, err = appendMessage(line[:0], m)
 		if err != nil {
 			return fmt.Errorf("history message %d: %w", i, err)
 		}
 		sum := sha256.Sum256(line)
 		r.History[i] = hex.EncodeToString(sum[:])
-		h.Write(line)
-		h.Write([]byte{'\n'})
+		h.Write(append(line, '\n'))
 	}
 	r.Prefix = Prefix{
 		SHA256:       hex.EncodeToString(h.Sum(nil)),

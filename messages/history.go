@@ -233,14 +233,15 @@ func checkHistoryMessage(m Message) error {
 
 // WriteJSONL writes messages one JSON object per line.
 func WriteJSONL(w io.Writer, msgs []Message) error {
-	bw := bufio.NewWriter(w)
+	var line []byte
 	for _, m := range msgs {
-		b, err := marshal(m)
-		if err != nil {
+		var err error
+		if line, err = appendMessage(line[:0], m); err != nil {
 			return err
 		}
-		bw.Write(b)
-		bw.WriteByte('\n')
+		if _, err := w.Write(append(line, '\n')); err != nil {
+			return err
+		}
 	}
-	return bw.Flush()
+	return nil
 }

@@ -157,39 +157,9 @@ type wireURL struct {
 }
 
 // MarshalJSON writes the OpenAI chat form. Content is null for an assistant
-// message that only calls tools.
+// message that only calls tools. Text keeps <, > and & unescaped.
 func (m Message) MarshalJSON() ([]byte, error) {
-	w := wireMessage{Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name, Reasoning: m.Reasoning}
-	switch {
-	case m.Content.Parts != nil:
-		parts := make([]wirePart, len(m.Content.Parts))
-		for i, p := range m.Content.Parts {
-			switch p.Type {
-			case PartImage:
-				if p.Image == nil {
-					return nil, fmt.Errorf("image part %d has no image", i)
-				}
-				parts[i] = wirePart{Type: PartImage, ImageURL: &wireURL{URL: p.Image.URLString()}}
-			default:
-				text := p.Text
-				parts[i] = wirePart{Type: PartText, Text: &text}
-			}
-		}
-		raw, err := marshal(parts)
-		if err != nil {
-			return nil, err
-		}
-		w.Content = raw
-	case m.Content.Text == "" && len(m.ToolCalls) > 0:
-		w.Content = json.RawMessage("null")
-	default:
-		raw, err := marshal(m.Content.Text)
-		if err != nil {
-			return nil, err
-		}
-		w.Content = raw
-	}
-	return marshal(w)
+	return appendMessage(nil, m)
 }
 
 // UnmarshalJSON reads the OpenAI chat form: content as a string, null, or a
