@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/tiktoken-go/tokenizer"
+	"github.com/loomctx/loom/tokens"
 )
 
 // BenchmarkSelect chooses within the default budget with the real
@@ -13,7 +13,7 @@ import (
 func BenchmarkSelect(b *testing.B) {
 	for _, n := range []int{2000, 100000} {
 		ms := genMemories(n, 11)
-		counter := newBPE(b, tokenizer.O200kBase)
+		counter := newBPE(b, tokens.O200kBase)
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			var sel Selection
 			for b.Loop() {
@@ -30,7 +30,7 @@ func BenchmarkSelect(b *testing.B) {
 // saves.
 func BenchmarkSelectCountAll(b *testing.B) {
 	ms := genMemories(2000, 11)
-	counter := newBPE(b, tokenizer.O200kBase)
+	counter := newBPE(b, tokens.O200kBase)
 	zero := func(string) int { return 0 }
 	for b.Loop() {
 		Select(ms, DefaultCategories, DefaultBudget, counter, SelectOptions{LowerBound: zero})

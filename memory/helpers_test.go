@@ -1,41 +1,36 @@
 package memory
 
 import (
-	"sync"
+	"sync/atomic"
 	"testing"
 
-	"github.com/tiktoken-go/tokenizer"
+	"github.com/loomctx/loom/tokens"
 )
 
-// bpeCounter counts with tiktoken-go directly, an exact o200k_base or
-// cl100k_base count, and remembers how many times it was asked.
+// bpeCounter counts exactly with loom's tokens package (checked there
+// against OpenAI's tiktoken), uncached, and remembers how many times it
+// was asked. (tiktoken-go itself is not the reference: it counts "\x7f"
+// as no token at all.)
 type bpeCounter struct {
 	name  string
-	codec tokenizer.Codec
-	mu    sync.Mutex
-	calls int
+	inner tokens.Counter
+	calls atomic.Int64
 }
 
-func newBPE(t testing.TB, enc tokenizer.Encoding) *bpeCounter {
+func newBPE(t testing.TB, encoding string) *bpeCounter {
 	t.Helper()
-	c, err := tokenizer.Get(enc)
+	c, err := tokens.Uncached(encoding)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bpeCounter{name: string(enc), codec: c}
+	return &bpeCounter{name: encoding, inner: c}
 }
 
 func (c *bpeCounter) Name() string { return c.name }
 
 func (c *bpeCounter) Count(s string) int {
-	c.mu.Lock()
-	c.calls++
-	c.mu.Unlock()
-	n, err := c.codec.Count(s)
-	if err != nil {
-		panic(err)
-	}
-	return n
+	c.calls.Add(1)
+	return c.inner.Count(s)
 }
 
 // byteCounter charges one token per byte: easy to reason about by hand.

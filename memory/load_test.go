@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tiktoken-go/tokenizer"
+	"github.com/loomctx/loom/tokens"
 )
 
 // TestConcurrentWritersAndRenders runs 8 writers adding 1,000 memories each
@@ -21,7 +21,7 @@ func TestConcurrentWritersAndRenders(t *testing.T) {
 		t.Skip("load test")
 	}
 	s, _ := openTest(t)
-	counter := newBPE(t, tokenizer.O200kBase)
+	counter := newBPE(t, tokens.O200kBase)
 	const writers, each = 8, 1000
 	var done atomic.Bool
 	var readers sync.WaitGroup

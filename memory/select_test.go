@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tiktoken-go/tokenizer"
+	"github.com/loomctx/loom/tokens"
 )
 
 func mem(id, cat string, content string, minute int) Memory {
@@ -89,7 +89,7 @@ func TestSelectOrderAndReasons(t *testing.T) {
 // every line with the real tokenizer, on enough memories that the bound
 // passes most of them over.
 func TestSelectRealTokens(t *testing.T) {
-	for _, enc := range []tokenizer.Encoding{tokenizer.O200kBase, tokenizer.Cl100kBase} {
+	for _, enc := range []string{tokens.O200kBase, tokens.Cl100kBase} {
 		counter := newBPE(t, enc)
 		n := 3000
 		if raceEnabled {
@@ -101,10 +101,10 @@ func TestSelectRealTokens(t *testing.T) {
 				for i := range ms {
 					ms[i].Chat = []string{"", "chat-1", "chat-2"}[i%3]
 				}
-				counter.calls = 0
+				counter.calls.Store(0)
 				sel := Select(ms, DefaultCategories, budget, counter, SelectOptions{ExcludeChat: exclude})
-				if counter.calls != sel.Counted {
-					t.Errorf("Counted = %d, but the counter was called %d times", sel.Counted, counter.calls)
+				if int(counter.calls.Load()) != sel.Counted {
+					t.Errorf("Counted = %d, but the counter was called %d times", sel.Counted, counter.calls.Load())
 				}
 				want := referenceSelect(ms, budget, counter, exclude)
 				if got := groupIDs(sel); got != want {
@@ -163,8 +163,8 @@ func referenceSelect(ms []Memory, budget int, c Counter, exclude string) string 
 }
 
 func TestBPELowerBound(t *testing.T) {
-	o200k := newBPE(t, tokenizer.O200kBase)
-	cl100k := newBPE(t, tokenizer.Cl100kBase)
+	o200k := newBPE(t, tokens.O200kBase)
+	cl100k := newBPE(t, tokens.Cl100kBase)
 	// Plain ASCII lines whose bound is exact: each piece is one token.
 	for _, s := range []string{"- Respond in French.", "- The user is Alex.", "- Never use tables!"} {
 		if b, n := BPELowerBound(s), o200k.Count(s); b != n {
@@ -263,8 +263,8 @@ func FuzzBPELowerBound(f *testing.F) {
 	for _, s := range []string{"- Respond in French.", "a.b", "((word", "1234567", "it's", "<|endoftext|>", "x\u0301!'s", "  \t\n"} {
 		f.Add(s)
 	}
-	o200k := newBPE(f, tokenizer.O200kBase)
-	cl100k := newBPE(f, tokenizer.Cl100kBase)
+	o200k := newBPE(f, tokens.O200kBase)
+	cl100k := newBPE(f, tokens.Cl100kBase)
 	f.Fuzz(func(t *testing.T, s string) {
 		b := BPELowerBound(s)
 		for _, c := range []*bpeCounter{o200k, cl100k} {
