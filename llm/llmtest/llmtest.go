@@ -127,7 +127,7 @@ func (s *Server) Config(sleeps *[]time.Duration) llm.Config {
 		BaseURL:    s.URL + "/v1",
 		APIKey:     "test-key",
 		Model:      "test-model",
-		Timeout:    5 * time.Second,
+		Timeout:    30 * time.Second, // generous: race builds on a loaded machine are slow
 		MaxRetries: 2,
 		Backoff:    func(n int) time.Duration { return time.Duration(n) * time.Millisecond },
 		Sleep: func(ctx context.Context, d time.Duration) error {
