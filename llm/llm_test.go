@@ -281,7 +281,12 @@ func TestCancel(t *testing.T) {
 	s.Push(llmtest.Reply{Delay: 5 * time.Second, Text: "late"})
 	c := newClient(t, s, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(20*time.Millisecond, cancel)
+	go func() { // cancel once the request is in flight
+		for len(s.Requests()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
 	_, err := c.Stream(ctx, llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}}, nil)
 	if !errors.Is(err, context.Canceled) || len(s.Requests()) != 1 {
 		t.Errorf("err = %v after %d requests", err, len(s.Requests()))
