@@ -12,6 +12,7 @@ import (
 	"github.com/loomctx/loom/internal/golden"
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/starter"
 	"github.com/loomctx/loom/workspace"
 )
 
@@ -357,5 +358,35 @@ func TestWarmRenderReadsNothingAgain(t *testing.T) {
 	f2, _ := ws.Load("AGENTS.md")
 	if first.Prompt != second.Prompt || f1 != f2 {
 		t.Error("a warm render read an unchanged file again")
+	}
+}
+
+func TestFreshStarterWorkspace(t *testing.T) {
+	for _, preset := range starter.Presets() {
+		t.Run(preset, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, _, err := starter.Write(dir, preset); err != nil {
+				t.Fatal(err)
+			}
+			res := render(t, dir, prompt.Options{})
+			if res.Report.Preset != preset {
+				t.Errorf("preset %s", res.Report.Preset)
+			}
+			golden.Check(t, "starter-"+preset, []byte(res.Prompt))
+			untouched := 0
+			for _, d := range res.Report.Diagnostics {
+				if strings.Contains(d.Message, "starter template") {
+					untouched++
+				}
+			}
+			if untouched == 0 {
+				t.Error("no untouched template was reported")
+			}
+			for _, leak := range []string{"## USER.md", "## User Rules", "example-skill"} {
+				if strings.Contains(res.Prompt, leak) {
+					t.Errorf("an untouched template reached the prompt: %q", leak)
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package skills
 
 import (
 	"errors"
+	"github.com/loomctx/loom/starter"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -253,6 +254,10 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 			rel = path.Join(r.dir, name, FileName)
 		}
 		if s := l.loadOne(r, name, rel, chk, seen); s != nil {
+			if r.source == SourceWorkspace && s.Status != StatusBroken && starter.IsUntouched(rel, s.raw) {
+				diags.Add(workspace.Warning, s.Path, 0, "skill.untouched-template", "left out: still loom's starter template")
+				continue
+			}
 			out = append(out, s)
 		}
 	}
@@ -282,6 +287,7 @@ func (l *Loader) loadOne(r *root, name, rel string, chk *checker, seen map[strin
 	p := ce.parsed
 	s.Frontmatter = p.fm
 	s.Body = p.body
+	s.raw = f.Text
 	s.Diagnostics = append(s.Diagnostics, p.diags...)
 	if p.broken {
 		s.Status = StatusBroken

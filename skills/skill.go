@@ -54,7 +54,8 @@ type Skill struct {
 	ShadowedBy  string                `json:"shadowed_by,omitempty"`
 	Diagnostics workspace.Diagnostics `json:"diagnostics"`
 
-	rank int // precedence: lower wins
+	rank int    // precedence: lower wins
+	raw  string // the file as read, to recognise untouched starter templates
 }
 
 // Description is the frontmatter description.
