@@ -8,9 +8,11 @@ import (
 
 	cmdChat "github.com/loomctx/loom/cmd/loom/chat"
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	cmdHistory "github.com/loomctx/loom/cmd/loom/history"
 	cmdInit "github.com/loomctx/loom/cmd/loom/init"
 	cmdInspect "github.com/loomctx/loom/cmd/loom/inspect"
 	cmdMemory "github.com/loomctx/loom/cmd/loom/memory"
+	cmdMessages "github.com/loomctx/loom/cmd/loom/messages"
 	cmdRender "github.com/loomctx/loom/cmd/loom/render"
 	cmdSkills "github.com/loomctx/loom/cmd/loom/skills"
 	cmdTokens "github.com/loomctx/loom/cmd/loom/tokens"
@@ -39,9 +41,11 @@ func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
 	root.AddCommand(
 		// commands: keep one per line, sorted
 		cmdChat.NewCmdChat(io, nil),
+		cmdHistory.NewCmdHistory(io, nil),
 		cmdInit.NewCmdInit(io, nil),
 		cmdInspect.NewCmdInspect(io, nil),
 		cmdMemory.NewCmdMemory(io, nil),
+		cmdMessages.NewCmdMessages(io, nil),
 		cmdRender.NewCmdRender(io, nil),
 		cmdSkills.NewCmdSkills(io, nil),
 		cmdTokens.NewCmdTokens(io, nil),
