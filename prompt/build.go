@@ -163,15 +163,22 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	fail := func(err error) *memory.Selection {
+		var dbErr *memory.DBError
+		if errors.As(err, &dbErr) {
+			st.diags = append(st.diags, dbErr.Diagnostic(root))
+		} else {
+			st.diags.Add(workspace.Error, relTo(root, dbPath), 0, "memory.db", "memories left out: %s", err)
+		}
+		return nil
+	}
 	store, err := b.openStore(dbPath)
 	if err != nil {
-		st.diags.Add(workspace.Error, relTo(root, dbPath), 0, "memory.store", "%s; memories left out", err)
-		return nil
+		return fail(err)
 	}
 	list, err := store.List(ctx, memory.Query{User: st.opts.User})
 	if err != nil {
-		st.diags.Add(workspace.Error, relTo(root, dbPath), 0, "memory.store", "%s; memories left out", err)
-		return nil
+		return fail(err)
 	}
 	cats := memory.DefaultCategories
 	if len(st.cfg.Memory.Categories) > 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/loomctx/loom/internal/golden"
 	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/starter"
 	"github.com/loomctx/loom/workspace"
@@ -388,5 +389,56 @@ func TestFreshStarterWorkspace(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestMemories(t *testing.T) {
+	dir := write(t, map[string]string{"RULES.md": "x\n", "memory/MEMORY.md": "- Likes tea\n"})
+	store, err := memory.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	long := strings.Repeat("A very long remembered detail about the project. ", 120)
+	if _, err := store.Add(ctx,
+		memory.NewMemory{Category: "global_rule", Content: "  always   answer in French  "},
+		memory.NewMemory{Category: "personal_fact", Content: "The user is Alex"},
+		memory.NewMemory{Category: "personal_fact", Content: long},
+		memory.NewMemory{Category: "personal_fact", Content: "Only for Bo", User: "bo"},
+		memory.NewMemory{Category: "personal_fact", Content: "From this chat", Chat: "c1"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+
+	res := render(t, dir, prompt.Options{ChatID: "c1"})
+	p := res.Prompt
+	want := "### Global User Rules\n\n- always answer in French.\n\n### User Profile\n\n- The user is Alex.\n\n1 more memory"
+	if !strings.Contains(p, "## Memory\n\n") || !strings.Contains(p, want) {
+		t.Errorf("memory block:\n%s", p[strings.Index(p, "## Memory"):])
+	}
+	if strings.Contains(p, "Only for Bo") || strings.Contains(p, "From this chat") || strings.Contains(p, "long remembered") {
+		t.Error("a memory that should be left out is in the prompt")
+	}
+	reasons := map[string]bool{}
+	for _, e := range res.Report.Sections {
+		if strings.HasPrefix(e.Name, "memory/") && e.Status == md.Dropped {
+			reasons[e.Reason] = true
+		}
+	}
+	if !reasons["came from the current chat"] || !reasons["did not fit the memory budget of 1000 tokens"] {
+		t.Errorf("report reasons %v", reasons)
+	}
+	bo := render(t, dir, prompt.Options{User: "bo", Preset: prompt.Assistant})
+	if !strings.Contains(bo.Prompt, "# Memory\n\n## Long-term Memory\n\n- Likes tea") || !strings.Contains(bo.Prompt, "- Only for Bo.") {
+		t.Errorf("assistant memory block:\n%s", bo.Prompt[strings.Index(bo.Prompt, "# Memory"):])
+	}
+}
+
+func TestBrokenMemoryStore(t *testing.T) {
+	dir := write(t, map[string]string{"RULES.md": "x\n", ".loom/memory.db": "this is not a database, just text"})
+	res := render(t, dir, prompt.Options{})
+	if !strings.Contains(res.Prompt, "## Instructions") || !hasDiag(res, ".loom/memory.db", "memories left out") {
+		t.Errorf("diagnostics %v", res.Report.Diagnostics)
 	}
 }

@@ -67,6 +67,11 @@ func chatRun(opts *ChatOptions) error {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	release, err := opts.wireDefaults()
+	defer release()
+	if err != nil {
+		return err
+	}
 	var cfg Config
 	if opts.LoadConfig != nil {
 		c, err := opts.LoadConfig(opts.Dir)

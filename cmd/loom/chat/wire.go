@@ -1,0 +1,100 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/loomctx/loom/cmd/loom/render"
+	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/skills"
+	"github.com/loomctx/loom/workspace"
+)
+
+// wireDefaults fills the seams a caller left nil with loom's own pieces:
+// loom.yaml for the configuration, a cached prompt builder for the system
+// prompt, and the workspace's skills for /skill. It returns a function that
+// releases what it opened.
+func (o *ChatOptions) wireDefaults() (func(), error) {
+	closeFn := func() {}
+	if o.LoadConfig == nil {
+		o.LoadConfig = configFromWorkspace
+	}
+	if o.SystemPrompt != nil && o.Skill != nil {
+		return closeFn, nil
+	}
+	ws, err := workspace.Open(o.Dir)
+	if err != nil {
+		return closeFn, err
+	}
+	b := prompt.New(ws)
+	closeFn = func() { b.Close() }
+	popts := prompt.Options{Channel: o.Channel, User: o.User, ChatID: o.Channel + ":" + o.User}
+	if o.Channel == "cli" {
+		popts.Channel = "" // the terminal has no wrapper of its own
+	}
+	if o.SystemPrompt == nil {
+		o.SystemPrompt = func(ctx context.Context) (string, error) {
+			res, err := b.Render(ctx, popts)
+			if res == nil {
+				return "", err
+			}
+			return res.Prompt, nil
+		}
+		o.PromptReport = func(ctx context.Context) (string, error) {
+			res, err := b.Render(ctx, popts)
+			if res == nil {
+				return "", err
+			}
+			var sb strings.Builder
+			render.WriteReport(&sb, &res.Report)
+			return sb.String(), nil
+		}
+	}
+	if o.Skill == nil {
+		cfg, err := workspace.LoadConfig(ws)
+		if err != nil {
+			return closeFn, err
+		}
+		sopts, _ := skills.FromConfig(cfg)
+		loader := skills.New(ws, sopts)
+		o.Skill = func(name string) (string, error) {
+			s, ok := loader.Load().Get(name)
+			if !ok || s.Status == skills.StatusBroken {
+				return "", fmt.Errorf("no skill named %q", name)
+			}
+			return s.Body, nil
+		}
+	}
+	return closeFn, nil
+}
+
+// configFromWorkspace maps loom.yaml's llm: block onto the chat settings.
+// The API key is never written in loom.yaml: api_key_env names the
+// variable that holds it.
+func configFromWorkspace(dir string) (Config, error) {
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		return Config{}, err
+	}
+	wc, err := workspace.LoadConfig(ws)
+	if err != nil {
+		return Config{}, err
+	}
+	l := wc.LLM
+	var c Config
+	c.LLM.Provider, c.LLM.BaseURL, c.LLM.Model = l.Provider, l.BaseURL, l.Model
+	c.LLM.Timeout = l.Timeout.Std()
+	if l.APIKeyEnv != "" {
+		c.LLM.APIKey = os.Getenv(l.APIKeyEnv)
+	}
+	c.NoExtract = !l.ExtractionEnabled()
+	c.ExtractAssistant = l.Extraction.IncludeAssistant != nil && *l.Extraction.IncludeAssistant
+	if !l.ConsolidationEnabled() {
+		c.ConsolidateThreshold = -1
+	} else if l.Consolidation.ThresholdTokens > 0 {
+		c.ConsolidateThreshold = l.Consolidation.ThresholdTokens
+	}
+	return c, nil
+}
