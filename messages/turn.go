@@ -30,6 +30,9 @@ type Expansion struct {
 	Ref string `json:"ref"`
 	// Path is the skill file, relative to the workspace when inside it.
 	Path string `json:"path,omitempty"`
+	// Cut is how many characters of the body were left out of its middle
+	// to respect the cap; 0 when it fit.
+	Cut int `json:"cut,omitempty"`
 }
 
 // Counter counts tokens; tokens.Counter satisfies it.

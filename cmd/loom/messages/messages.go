@@ -155,6 +155,15 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 	if err := o.check(); err != nil {
 		return err
 	}
+	if o.SystemPrompt == nil { // a real workspace, not a test's fixed prompt
+		zone, err := o.fromWorkspace(&o.Flags)
+		if err != nil {
+			return err
+		}
+		if o.Flags.TZ == "" {
+			o.Flags.TZ = zone
+		}
+	}
 	runtime, err := o.runtime()
 	if err != nil {
 		return err
@@ -251,8 +260,8 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 	return nil
 }
 
-// runtime reads the runtime flags. The zone is --tz, else UTC; the clock is
-// --now, else the current time.
+// runtime reads the runtime flags. The zone is --tz, else loom.yaml's, else
+// UTC; the clock is --now, else the current time.
 func (o *MessagesOptions) runtime() (messages.Runtime, error) {
 	rt := messages.Runtime{
 		Channel: o.Flags.Channel, ChatID: o.Flags.ChatID, SenderID: o.SenderID,

@@ -1,0 +1,56 @@
+package messages
+
+import (
+	"github.com/loomctx/loom/cmd/loom/shared"
+	"github.com/loomctx/loom/messages"
+	"github.com/loomctx/loom/skills"
+	"github.com/loomctx/loom/tokens"
+	"github.com/loomctx/loom/workspace"
+)
+
+// skillSet adapts a loaded skill set to the messages package's expander.
+type skillSet struct{ set *skills.Set }
+
+func (s skillSet) Expand(text string) (string, []messages.Expansion, error) {
+	out, uses := s.set.Expand(text, 0)
+	exps := make([]messages.Expansion, len(uses))
+	for i, u := range uses {
+		exps[i] = messages.Expansion{Name: u.Name, Ref: u.Ref, Path: u.Path, Cut: u.Cut}
+	}
+	return out, exps, nil
+}
+
+// fromWorkspace fills what the flags leave to loom.yaml: the skills that
+// /name and $name expand to, the token counter (the prompt's encoding), and
+// the time zone of the runtime block.
+func (o *MessagesOptions) fromWorkspace(f *shared.RenderFlags) (zone string, err error) {
+	ws, err := f.Workspace()
+	if err != nil {
+		return "", err
+	}
+	cfg, err := workspace.LoadConfig(ws)
+	if err != nil {
+		return "", err
+	}
+	if o.Skills == nil {
+		sopts, _ := skills.FromConfig(cfg)
+		o.Skills = skillSet{skills.New(ws, sopts).Load()}
+	}
+	if o.Counter == nil {
+		enc, model := cfg.Encoding, cfg.Model
+		if f.Encoding != "" || f.Model != "" {
+			enc, model = f.Encoding, f.Model
+		}
+		switch {
+		case enc != "":
+			c, err := tokens.Get(enc)
+			if err != nil {
+				return "", err
+			}
+			o.Counter = c
+		case model != "":
+			o.Counter, _ = tokens.ForModel(model)
+		}
+	}
+	return cfg.Timezone, nil
+}
