@@ -33,6 +33,30 @@ func BenchmarkCorpus(b *testing.B) {
 	}
 }
 
+// BenchmarkCorpusNoMemo is BenchmarkCorpus with the long-piece memo
+// emptied before every count, so that every piece is merged: the cost of
+// counting a text the process has not seen.
+func BenchmarkCorpusNoMemo(b *testing.B) {
+	entries, err := os.ReadDir("testdata/corpus")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range entries {
+		text := readCorpus(b, e.Name())
+		for _, bp := range []*bpe{cl100k, o200k} {
+			bp.Count("warm up")
+			b.Run(e.Name()+"/"+bp.name, func(b *testing.B) {
+				b.SetBytes(int64(len(text)))
+				b.ReportAllocs()
+				for b.Loop() {
+					bp.long.reset()
+					bp.Count(text)
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkWorstCase counts 100 KB that the split leaves as one piece, so
 // that merging is all the work. Each must stay well under 100 ms.
 func BenchmarkWorstCase(b *testing.B) {

@@ -82,23 +82,29 @@ func (b *bpe) countPiece(piece string) int {
 	if _, ok := b.ranks.Rank(piece); ok {
 		return 1
 	}
-	if len(piece) < heapThreshold {
+	if len(piece) < memoMinPiece {
 		return b.mergeScan(piece)
 	}
 	if n, ok := b.long.get(piece); ok {
 		return n
 	}
-	n := b.mergeHeap(piece)
+	var n int
+	if len(piece) < heapThreshold {
+		n = b.mergeScan(piece)
+	} else {
+		n = b.mergeHeap(piece)
+	}
 	b.long.put(piece, n)
 	return n
 }
 
-// pieceMemo remembers the counts of long pieces: runs of spaces that align
-// columns, rules of dashes, unbroken CJK sentences. They are rare, but each
-// costs many merges, and the same run tends to come back, within a file and
-// across the files of a prompt. Short pieces, nearly all of them, are
-// cheaper to merge than to look up. gpt-tokenizer keeps a cache of the
-// same kind.
+// pieceMemo remembers the counts of long pieces that are not tokens: runs
+// of spaces that align columns, rules of dashes, unbroken CJK sentences,
+// long identifiers. They are a small share of the pieces, but each costs
+// dozens of lookups to merge, and the same ones tend to come back, within a
+// file and across the files of a prompt. Shorter pieces are about as cheap
+// to merge as to look up. gpt-tokenizer keeps a cache of the same kind (of
+// every piece).
 //
 // Pieces longer than memoMaxPiece are not kept, so that a huge piece is
 // merged every time and does not crowd out the rest; when the kept pieces
@@ -110,9 +116,17 @@ type pieceMemo struct {
 }
 
 const (
+	memoMinPiece = 16
 	memoMaxPiece = 8 << 10
 	memoMaxBytes = 1 << 20
 )
+
+// reset forgets every piece; benchmarks use it to measure merging.
+func (pm *pieceMemo) reset() {
+	pm.mu.Lock()
+	pm.m, pm.bytes = nil, 0
+	pm.mu.Unlock()
+}
 
 func (pm *pieceMemo) get(piece string) (int, bool) {
 	if len(piece) > memoMaxPiece {

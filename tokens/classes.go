@@ -112,12 +112,17 @@ func classify(r rune) uint8 {
 }
 
 // classAt returns the classes of the rune that starts at text[i] and its
-// length in bytes. text must be valid UTF-8 and i < len(text).
+// length in bytes. text must be valid UTF-8 and i < len(text). It is small
+// enough to inline, so ASCII costs one table load.
 func classAt(text string, i int) (uint8, int) {
 	if b := text[i]; b < utf8.RuneSelf {
 		return asciiClass[b], 1
 	}
-	r, size := utf8.DecodeRuneInString(text[i:])
+	return classAtMultibyte(text[i:])
+}
+
+func classAtMultibyte(text string) (uint8, int) {
+	r, size := utf8.DecodeRuneInString(text)
 	if r < tableRunes {
 		return classTable[r], size
 	}

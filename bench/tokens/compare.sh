@@ -17,7 +17,7 @@ trap 'rm -rf "$scratch"' EXIT
 cp "$here/package.json" "$here/compare.mjs" "$scratch/"
 (cd "$scratch" && npm install --no-audit --no-fund --silent >/dev/null)
 
-echo "go: go test -bench BenchmarkCorpus -count $reps ./tokens" >&2
-(cd "$root" && GOMAXPROCS=1 go test -run '^$' -bench '^BenchmarkCorpus$' -benchtime 300ms -count "$reps" ./tokens) >"$scratch/go.txt"
+echo "go: go test -bench 'BenchmarkCorpus(NoMemo)?' -count $reps ./tokens" >&2
+(cd "$root" && GOMAXPROCS=1 go test -run '^$' -bench '^BenchmarkCorpus(NoMemo)?$' -benchtime 300ms -count "$reps" ./tokens) >"$scratch/go.txt"
 echo "node: tiktoken, gpt-tokenizer" >&2
 node "$scratch/compare.mjs" "$root" "$scratch/go.txt" "$reps"
