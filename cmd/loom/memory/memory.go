@@ -130,6 +130,7 @@ is an error naming its line number, and then nothing from the file is imported.`
 		Short: "Write every memory as JSON Lines, oldest first",
 		Args:  cobra.NoArgs,
 	}, exportOpts, exportRun)
+	cmd.AddCommand(newCmdConsolidate(io, nil))
 	return cmd
 }
 

@@ -1,0 +1,101 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/llm/consolidate"
+	"github.com/loomctx/loom/tokens"
+	"github.com/loomctx/loom/workspace"
+)
+
+// ConsolidateOptions are the inputs of `loom memory consolidate`.
+type ConsolidateOptions struct {
+	IO      *cmdutil.IOStreams
+	Dir     string
+	History string
+	All     bool
+	DryRun  bool
+	// Client replaces the configured model client in tests.
+	Client llm.Client
+}
+
+// newCmdConsolidate returns `loom memory consolidate`.
+func newCmdConsolidate(io *cmdutil.IOStreams, runF func(*ConsolidateOptions) error) *cobra.Command {
+	opts := &ConsolidateOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "consolidate --history FILE",
+		Short: "Fold old conversation into memory/MEMORY.md and memory/HISTORY.md with the model",
+		Long: `Send the oldest unconsolidated part of a session file (JSONL, as loom chat
+writes under .loom/sessions/) to the configured model, which returns a
+history entry and the updated long-term memory. MEMORY.md is rewritten
+atomically, the entry is appended to HISTORY.md, and only then does the
+session's consolidation pointer move. After three failed attempts the chunk is
+archived to HISTORY.md raw, so nothing is lost. The report goes to stdout as
+JSON.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.History == "" {
+				return cmdutil.FlagErrorf("--history is required")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return consolidateRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Dir, "workspace", "w", ".", "workspace folder")
+	cmd.Flags().StringVar(&opts.History, "history", "", "session file to consolidate")
+	cmd.Flags().BoolVar(&opts.All, "all", false, "consolidate everything after the pointer, not only what passes the threshold")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "say what would be consolidated without calling the model")
+	return cmd
+}
+
+func consolidateRun(ctx context.Context, opts *ConsolidateOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ws, err := workspace.Open(opts.Dir)
+	if err != nil {
+		return err
+	}
+	cfg, err := workspace.LoadConfig(ws)
+	if err != nil {
+		return err
+	}
+	lc := llm.Config{Provider: cfg.LLM.Provider, BaseURL: cfg.LLM.BaseURL, Model: cfg.LLM.Model, Timeout: cfg.LLM.Timeout.Std()}
+	if cfg.LLM.APIKeyEnv != "" {
+		lc.APIKey = os.Getenv(cfg.LLM.APIKeyEnv)
+	}
+	lc = llm.FromEnv(lc)
+	client := opts.Client
+	if client == nil && !opts.DryRun {
+		if client, err = llm.New(lc); err != nil {
+			if errors.Is(err, llm.ErrNotConfigured) {
+				return fmt.Errorf("%w\n\n%s", err, llm.Help)
+			}
+			return err
+		}
+	}
+	counter, _ := tokens.ForModel(lc.Model)
+	rep, err := consolidate.Run(ctx, consolidate.RunOptions{
+		Options: consolidate.Options{
+			Client: client, Files: consolidate.WorkspaceFiles{WS: ws}, Counter: counter,
+			Threshold: cfg.LLM.Consolidation.ThresholdTokens,
+		},
+		History: opts.History, All: opts.All, DryRun: opts.DryRun,
+	})
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(opts.IO.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
