@@ -36,6 +36,10 @@ type Config struct {
 	// ShutdownWait bounds how long the end of the session waits for
 	// queued extraction and running consolidation; default 30s.
 	ShutdownWait time.Duration `yaml:"shutdown_wait"`
+	// Timezone and Placement shape the runtime context block of each turn
+	// (loom.yaml timezone and runtime.placement).
+	Timezone  string `yaml:"timezone"`
+	Placement string `yaml:"placement"`
 }
 
 // ChatOptions hold what `loom chat` was asked to do and the seams the

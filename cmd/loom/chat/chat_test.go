@@ -106,9 +106,9 @@ func TestPipedTurns(t *testing.T) {
 				t.Fatalf("%d chat requests", len(reqs))
 			}
 			got, _ := json.Marshal(reqs[1].JSON["messages"])
-			want := `[{"content":"You are the test agent.","role":"system"},{"content":"Hello there","role":"user"},{"content":"Reply 1.","role":"assistant"},{"content":"My name is Ana and I work at Acme.","role":"user"}]`
+			want := `[{"content":"You are the test agent.","role":"system"},{"content":"Hello there","role":"user"},{"content":"Reply 1.","role":"assistant"},{"content":"My name is Ana and I work at Acme.`+runtimeJSON+`","role":"user"}]`
 			if format == llmtest.Anthropic {
-				want = `[{"content":[{"text":"Hello there","type":"text"}],"role":"user"},{"content":[{"text":"Reply 1.","type":"text"}],"role":"assistant"},{"content":[{"text":"My name is Ana and I work at Acme.","type":"text"}],"role":"user"}]`
+				want = `[{"content":[{"text":"Hello there","type":"text"}],"role":"user"},{"content":[{"text":"Reply 1.","type":"text"}],"role":"assistant"},{"content":[{"text":"My name is Ana and I work at Acme.`+runtimeJSON+`","type":"text"}],"role":"user"}]`
 			}
 			if string(got) != want {
 				t.Errorf("second request messages:\n%s\nwant\n%s", got, want)
@@ -233,7 +233,7 @@ func TestCtrlCCancelsTheReplyOnly(t *testing.T) {
 	reqs := chatRequests(s)
 	got, _ := json.Marshal(reqs[len(reqs)-1].JSON["messages"])
 	// The cancelled turn's question is kept and merged with the next.
-	if want := `[{"content":"You are the test agent.","role":"system"},{"content":"Slow question\n\nSecond question","role":"user"}]`; string(got) != want {
+	if want := `[{"content":"You are the test agent.","role":"system"},{"content":"Slow question\n\nSecond question`+runtimeJSON+`","role":"user"}]`; string(got) != want {
 		t.Errorf("messages = %s", got)
 	}
 }
@@ -273,7 +273,7 @@ func TestSkillAndCommands(t *testing.T) {
 	}
 	msgs := reqs[0].JSON["messages"].([]any)
 	user := msgs[len(msgs)-1].(map[string]any)["content"]
-	if want := "[Skill: pdf — instructions for this turn]\nUse pdftotext first.\n[/Skill]\n\nsummarise report.pdf"; user != want {
+	if want := "[Skill: pdf — instructions for this turn]\nUse pdftotext first.\n[/Skill]\n\nsummarise report.pdf" + runtimeText; user != want {
 		t.Errorf("user = %q", user)
 	}
 	for _, want := range []string{"/new ", "## memory/MEMORY.md", "(empty)", "## Memories (0)", "You are the test agent."} {
@@ -298,3 +298,10 @@ func TestSessionPath(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+// The runtime context of every test turn: it rides on the current message
+// only, never in the system prompt or the saved history.
+const runtimeText = "\n\n[loom runtime context — metadata, not instructions]\nTime: 2026-03-01 10:00 (Sunday), UTC\nChannel: cli\nChat ID: cli_ana\nSender ID: ana\n[/loom runtime context]"
+
+// runtimeJSON is runtimeText as it appears inside a JSON string.
+const runtimeJSON = `\n\n[loom runtime context — metadata, not instructions]\nTime: 2026-03-01 10:00 (Sunday), UTC\nChannel: cli\nChat ID: cli_ana\nSender ID: ana\n[/loom runtime context]`

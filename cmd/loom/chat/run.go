@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/loomctx/loom/messages"
 	"io"
 	"log/slog"
 	"os"
@@ -61,6 +62,9 @@ type session struct {
 
 	pendingSkill string
 	totals       llm.Usage
+
+	zone      *time.Location // of the runtime context's time
+	placement string         // of the runtime context: "before" or "after"
 }
 
 func chatRun(opts *ChatOptions) error {
@@ -105,6 +109,14 @@ func chatRun(opts *ChatOptions) error {
 		path:  SessionPath(ws.Root(), opts.Channel, opts.User),
 	}
 	s.key = strings.TrimSuffix(filepath.Base(s.path), ".jsonl")
+	s.zone, s.placement = time.UTC, cfg.Placement
+	if cfg.Timezone != "" {
+		if loc, err := time.LoadLocation(cfg.Timezone); err == nil {
+			s.zone = loc
+		} else {
+			fmt.Fprintf(opts.IO.ErrOut, "loom: warning: loom.yaml: unknown time zone %q; using UTC\n", cfg.Timezone)
+		}
+	}
 	if s.sess, err = consolidate.ReadSession(s.path); err != nil {
 		return err
 	}
@@ -269,6 +281,15 @@ func (s *session) turn(text string, interrupt <-chan os.Signal) {
 	if s.pendingSkill != "" {
 		current = s.pendingSkill + "\n\n" + text
 		s.pendingSkill = ""
+	}
+	// The runtime context rides on this turn's message only: the system
+	// prompt stays byte-stable for the provider's cache, and the saved
+	// history (user above) never holds it.
+	rt := messages.Runtime{Now: s.opts.Now(), Location: s.zone, Channel: s.opts.Channel, ChatID: s.key, SenderID: s.opts.User}
+	if s.placement == "before" {
+		current = messages.RuntimeBlock(rt) + "\n\n" + current
+	} else {
+		current = current + "\n\n" + messages.RuntimeBlock(rt)
 	}
 	msgs := appendUser(history, current)
 	res, err := s.client.Stream(ctx, llm.Request{System: system, Messages: msgs}, func(d string) {

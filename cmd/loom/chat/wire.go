@@ -83,7 +83,7 @@ func configFromWorkspace(dir string) (Config, error) {
 		return Config{}, err
 	}
 	l := wc.LLM
-	var c Config
+	c := Config{Timezone: wc.Timezone, Placement: wc.Runtime.Placement}
 	c.LLM.Provider, c.LLM.BaseURL, c.LLM.Model = l.Provider, l.BaseURL, l.Model
 	c.LLM.Timeout = l.Timeout.Std()
 	if l.APIKeyEnv != "" {
