@@ -106,9 +106,9 @@ func TestPipedTurns(t *testing.T) {
 				t.Fatalf("%d chat requests", len(reqs))
 			}
 			got, _ := json.Marshal(reqs[1].JSON["messages"])
-			want := `[{"content":"You are the test agent.","role":"system"},{"content":"Hello there","role":"user"},{"content":"Reply 1.","role":"assistant"},{"content":"My name is Ana and I work at Acme.`+runtimeJSON+`","role":"user"}]`
+			want := `[{"content":"You are the test agent.","role":"system"},{"content":"Hello there","role":"user"},{"content":"Reply 1.","role":"assistant"},{"content":"My name is Ana and I work at Acme.` + runtimeJSON + `","role":"user"}]`
 			if format == llmtest.Anthropic {
-				want = `[{"content":[{"text":"Hello there","type":"text"}],"role":"user"},{"content":[{"text":"Reply 1.","type":"text"}],"role":"assistant"},{"content":[{"text":"My name is Ana and I work at Acme.`+runtimeJSON+`","type":"text"}],"role":"user"}]`
+				want = `[{"content":[{"text":"Hello there","type":"text"}],"role":"user"},{"content":[{"text":"Reply 1.","type":"text"}],"role":"assistant"},{"content":[{"text":"My name is Ana and I work at Acme.` + runtimeJSON + `","type":"text"}],"role":"user"}]`
 			}
 			if string(got) != want {
 				t.Errorf("second request messages:\n%s\nwant\n%s", got, want)
@@ -233,7 +233,7 @@ func TestCtrlCCancelsTheReplyOnly(t *testing.T) {
 	reqs := chatRequests(s)
 	got, _ := json.Marshal(reqs[len(reqs)-1].JSON["messages"])
 	// The cancelled turn's question is kept and merged with the next.
-	if want := `[{"content":"You are the test agent.","role":"system"},{"content":"Slow question\n\nSecond question`+runtimeJSON+`","role":"user"}]`; string(got) != want {
+	if want := `[{"content":"You are the test agent.","role":"system"},{"content":"Slow question\n\nSecond question` + runtimeJSON + `","role":"user"}]`; string(got) != want {
 		t.Errorf("messages = %s", got)
 	}
 }
