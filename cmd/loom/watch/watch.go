@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
-	"github.com/loomctx/loom/cmd/loom/render"
 	"github.com/loomctx/loom/cmd/loom/shared"
+	"github.com/loomctx/loom/prompt"
 	lskills "github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
 )
@@ -87,8 +87,16 @@ func Run(ctx context.Context, opts *Options) error {
 	wo.Also = []string{".", "memory"}
 	renderFn := opts.Render
 	if renderFn == nil {
+		po, err := opts.Flags.Options()
+		if err != nil {
+			return err
+		}
+		// One builder for the whole watch: a re-render re-reads and
+		// re-tokenizes only the files that changed.
+		b := prompt.New(ws)
+		defer b.Close()
 		renderFn = func(ctx context.Context) (string, error) {
-			res, err := render.Run(ctx, &opts.Flags)
+			res, err := b.Render(ctx, po)
 			if res == nil {
 				return "", err
 			}
