@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,7 @@ type state struct {
 	dialects    []dialects.Dialect
 
 	extraEntries []md.Entry
+	memoryKey    string // the memory store's state, for reuse
 }
 
 func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
@@ -176,10 +178,23 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 	if err != nil {
 		return fail(err)
 	}
-	list, err := store.List(ctx, memory.Query{User: st.opts.User})
-	if err != nil {
-		return fail(err)
+	// The store's files tell whether anything was written since the last
+	// listing (a commit grows the WAL or rewrites the database), so an
+	// unchanged store is not queried again.
+	fp := fileFingerprint(dbPath) + fileFingerprint(dbPath+"-wal") + "\x00" + st.opts.User
+	b.mu.Lock()
+	list, known := b.memList, b.memFP == fp
+	b.mu.Unlock()
+	if !known {
+		list, err = store.List(ctx, memory.Query{User: st.opts.User})
+		if err != nil {
+			return fail(err)
+		}
+		b.mu.Lock()
+		b.memList, b.memFP = list, fp
+		b.mu.Unlock()
 	}
+	st.memoryKey = fp + "\x00" + st.opts.ChatID + strconv.Itoa(st.opts.MemoryBudget)
 	cats := memory.DefaultCategories
 	if len(st.cfg.Memory.Categories) > 0 {
 		cats = make([]memory.Category, len(st.cfg.Memory.Categories))
@@ -270,4 +285,14 @@ func isNil(n md.Node) bool {
 		return n == nil
 	}
 	return false
+}
+
+// fileFingerprint is a file's size and modification time, or "-" when it
+// does not exist.
+func fileFingerprint(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "-"
+	}
+	return strconv.FormatInt(fi.Size(), 10) + "@" + strconv.FormatInt(fi.ModTime().UnixNano(), 10) + ";"
 }

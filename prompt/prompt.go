@@ -94,6 +94,9 @@ type Builder struct {
 	skills  *skills.Loader
 	store   memory.Store
 	storeID string // path of the open store
+	memFP   string // the store's files when memList was listed
+	memList []memory.Memory
+	last    *lastRender
 }
 
 // New returns a builder for ws.
@@ -118,12 +121,55 @@ func (b *Builder) Close() error {
 // what was refused or left out; an error means no prompt could be made. When
 // the prompt is over budget even with everything droppable dropped, Render
 // returns it anyway, with an *md.OverBudgetError.
+//
+// When nothing the prompt depends on has changed since the last call, the
+// last result is returned again; results must be treated as read-only.
 func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
+	key := optsKey(opts)
+	gen, hasGen := any(b.ws).(generationer)
+	w, _ := any(b.ws).(watcher)
+	if hasGen && w != nil && w.Watching() {
+		// A watcher bumps the generation on every change, so an unchanged
+		// generation means no file changed: nothing needs reading at all.
+		b.mu.Lock()
+		last := b.last
+		b.mu.Unlock()
+		if last != nil && last.optsKey == key && last.gen == gen.Generation() && time.Since(last.at) < freshFor {
+			return last.result, last.err
+		}
+	}
 	st, err := b.gather(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	tree := st.tree()
+	inputs := st.inputsKey()
+	var g uint64
+	if hasGen {
+		g = gen.Generation() // after every read of this render
+		b.mu.Lock()
+		last := b.last
+		b.mu.Unlock()
+		if last != nil && last.optsKey == key && last.inputsKey == inputs && last.gen == g {
+			b.remember(key, inputs, g, last.result, last.err)
+			return last.result, last.err
+		}
+	}
+	res, err := st.render(tree)
+	if hasGen {
+		b.remember(key, inputs, g, res, err)
+	}
+	return res, err
+}
+
+func (b *Builder) remember(optsKey, inputsKey string, gen uint64, res *Result, err error) {
+	b.mu.Lock()
+	b.last = &lastRender{optsKey: optsKey, inputsKey: inputsKey, gen: gen, at: time.Now(), result: res, err: err}
+	b.mu.Unlock()
+}
+
+// render renders the tree and assembles the report.
+func (st *state) render(tree md.Node) (*Result, error) {
 	r := md.NewRenderer(st.rendererOptions()...)
 	res, rerr := r.Render(tree)
 	var over *md.OverBudgetError

@@ -442,3 +442,54 @@ func TestBrokenMemoryStore(t *testing.T) {
 		t.Errorf("diagnostics %v", res.Report.Diagnostics)
 	}
 }
+
+// TestReusedRenderSeesEveryChange: a builder that reuses its last result
+// must still see each kind of change.
+func TestReusedRenderSeesEveryChange(t *testing.T) {
+	dir := write(t, map[string]string{
+		"AGENTS.md":             "Be terse.\n",
+		"skills/env/SKILL.md":   "---\nname: env\ndescription: Needs a token.\nmetadata: {\"nanobot\":{\"requires\":{\"env\":[\"LOOM_TEST_REUSE_TOKEN\"]}}}\n---\nx\n",
+		"skills/plain/SKILL.md": "---\nname: plain\ndescription: Plain.\n---\nx\n",
+	})
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := prompt.New(ws)
+	defer b.Close()
+	opts := prompt.Options{GOOS: "linux", GOARCH: "amd64"}
+	get := func() string {
+		t.Helper()
+		res, err := b.Render(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Prompt
+	}
+	first := get()
+	if get() != first {
+		t.Fatal("two renders of an unchanged workspace differ")
+	}
+	// A change of the same size within the same second.
+	os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("Be brief.\n"), 0o644)
+	if p := get(); !strings.Contains(p, "Be brief.") {
+		t.Error("an edited file was not seen")
+	}
+	os.MkdirAll(filepath.Join(dir, "skills/fresh"), 0o755)
+	os.WriteFile(filepath.Join(dir, "skills/fresh/SKILL.md"), []byte("---\nname: fresh\ndescription: Brand new.\n---\nx\n"), 0o644)
+	if p := get(); !strings.Contains(p, "Brand new.") {
+		t.Error("a new skill was not seen")
+	}
+	t.Setenv("LOOM_TEST_REUSE_TOKEN", "set")
+	if p := get(); strings.Contains(p, "ENV: LOOM_TEST_REUSE_TOKEN") {
+		t.Error("a skill's availability change was not seen")
+	}
+	os.Remove(filepath.Join(dir, "AGENTS.md"))
+	if p := get(); strings.Contains(p, "## AGENTS.md") {
+		t.Error("a deleted file was not seen")
+	}
+	opts.Channel = "slack"
+	if p := get(); !strings.Contains(p, "Slack") {
+		t.Error("an option change was not seen")
+	}
+}
