@@ -204,17 +204,7 @@ func (a *anthropicClient) Stream(ctx context.Context, req Request, onDelta func(
 func (a *anthropicClient) wrap(err error) error {
 	var ae *anthropic.Error
 	if errors.As(err, &ae) {
-		out := &APIError{Endpoint: a.cfg.endpoint(), StatusCode: ae.StatusCode, Message: ae.Message, Err: err}
-		if ae.Response != nil {
-			out.RetryAfter = retryAfter(ae.Response.Header)
-		}
-		if out.Message == "" {
-			out.Message = strings.TrimSpace(ae.RawJSON())
-		}
-		return out
+		return apiError(a.cfg.endpoint(), ae.StatusCode, ae.Message, ae.Response, ae.RawJSON(), err)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return &UnreachableError{Endpoint: a.cfg.endpoint(), Err: err}
+	return transportError(a.cfg.endpoint(), err)
 }

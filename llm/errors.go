@@ -174,3 +174,25 @@ func streamErr(c Config, err error, gotEvents bool) error {
 	}
 	return err
 }
+
+// apiError is what an SDK's error from an endpoint that answered becomes;
+// both SDKs' error types carry the same parts.
+func apiError(endpoint string, status int, message string, resp *http.Response, raw string, err error) error {
+	out := &APIError{Endpoint: endpoint, StatusCode: status, Message: message, Err: err}
+	if resp != nil {
+		out.RetryAfter = retryAfter(resp.Header)
+	}
+	if out.Message == "" {
+		out.Message = strings.TrimSpace(raw)
+	}
+	return out
+}
+
+// transportError is what an error from an endpoint that never answered
+// becomes; a cancellation stays what it is.
+func transportError(endpoint string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &UnreachableError{Endpoint: endpoint, Err: err}
+}

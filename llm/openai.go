@@ -200,19 +200,9 @@ func (o *openaiClient) Stream(ctx context.Context, req Request, onDelta func(str
 func (o *openaiClient) wrap(err error) error {
 	var ae *openai.Error
 	if errors.As(err, &ae) {
-		out := &APIError{Endpoint: o.cfg.endpoint(), StatusCode: ae.StatusCode, Message: ae.Message, Err: err}
-		if ae.Response != nil {
-			out.RetryAfter = retryAfter(ae.Response.Header)
-		}
-		if out.Message == "" {
-			out.Message = strings.TrimSpace(ae.RawJSON())
-		}
-		return out
+		return apiError(o.cfg.endpoint(), ae.StatusCode, ae.Message, ae.Response, ae.RawJSON(), err)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return &UnreachableError{Endpoint: o.cfg.endpoint(), Err: err}
+	return transportError(o.cfg.endpoint(), err)
 }
 
 func cmpOr[T comparable](a, b T) T {

@@ -5,41 +5,24 @@ package starter
 
 import (
 	"embed"
-	"fmt"
 	"io/fs"
 	"path"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/loomctx/loom/internal/embedded"
 )
 
 //go:embed all:templates
 var templates embed.FS
 
 // Presets returns the names of the presets that have starter files, sorted.
-func Presets() []string {
-	entries, err := templates.ReadDir("templates")
-	if err != nil {
-		// The folder is embedded at build time; it cannot be missing.
-		panic(err)
-	}
-	var names []string
-	for _, e := range entries {
-		if e.IsDir() {
-			names = append(names, e.Name())
-		}
-	}
-	return names
-}
+func Presets() []string { return embedded.Names(templates, "templates") }
 
 // Files returns the starter files of preset, rooted at the workspace root:
 // "AGENTS.md", "memory/MEMORY.md" and so on.
-func Files(preset string) (fs.FS, error) {
-	if !slices.Contains(Presets(), preset) {
-		return nil, fmt.Errorf("unknown preset %q (valid: %s)", preset, strings.Join(Presets(), ", "))
-	}
-	return fs.Sub(templates, "templates/"+preset)
-}
+func Files(preset string) (fs.FS, error) { return embedded.Sub(templates, "templates", preset, "preset") }
 
 // untouched maps a slash-relative path to the trimmed texts of the starter
 // templates at that path, across every preset.
