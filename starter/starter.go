@@ -22,7 +22,9 @@ func Presets() []string { return embedded.Names(templates, "templates") }
 
 // Files returns the starter files of preset, rooted at the workspace root:
 // "AGENTS.md", "memory/MEMORY.md" and so on.
-func Files(preset string) (fs.FS, error) { return embedded.Sub(templates, "templates", preset, "preset") }
+func Files(preset string) (fs.FS, error) {
+	return embedded.Sub(templates, "templates", preset, "preset")
+}
 
 // untouched maps a slash-relative path to the trimmed texts of the starter
 // templates at that path, across every preset.
