@@ -1,6 +1,9 @@
 package tokens
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // The pre-tokenizers: hand-written matchers for the split patterns below,
 // each returning where the piece that starts at text[i] ends. They follow
@@ -123,6 +126,11 @@ func rest(text string, i int, c uint8, size int, slash bool) int {
 	// something other than space follows. \s+ takes a lone space.
 	end, last, afterNewline := i, i, -1
 	for end < len(text) {
+		if text[end] == ' ' { // the common case, kept short
+			last = end
+			end++
+			continue
+		}
 		c, size := classAt(text, end)
 		if c&cSpace == 0 {
 			break
@@ -183,7 +191,14 @@ func upperWord(text string, s int) int {
 // run returns the end of the run of runes with class bit at text[p:].
 func run(text string, p int, bit uint8) int {
 	for p < len(text) {
-		c, size := classAt(text, p)
+		if b := text[p]; b < utf8.RuneSelf { // classAt, inlined by hand
+			if asciiClass[b]&bit == 0 {
+				break
+			}
+			p++
+			continue
+		}
+		c, size := classAtMultibyte(text[p:])
 		if c&bit == 0 {
 			break
 		}
