@@ -9,12 +9,16 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // DefaultMaxFileSize is the largest file the reader accepts unless
@@ -84,8 +88,17 @@ type Workspace struct {
 	fsys    fs.FS  // set for embedded examples
 	maxSize int64
 
-	mu    sync.Mutex
-	files map[string]*File
+	gen atomic.Uint64 // see [Workspace.Generation]
+
+	mu   sync.Mutex
+	memo map[memoKey]*entry // the last answer to every read, by kind and path
+
+	// Watching (watch.go).
+	watcher  *fsnotify.Watcher  // nil when not watching
+	done     chan struct{}      // closed when the event goroutine ends
+	dirs     map[string]*folder // watched real folders
+	distrust bool               // the watcher failed: check the disk again
+	watchErr error
 }
 
 // Option configures [Open].
@@ -121,7 +134,7 @@ func Open(dir string, opts ...Option) (*Workspace, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("workspace %s: not a folder", dir)
 	}
-	w := &Workspace{root: real, maxSize: DefaultMaxFileSize, files: map[string]*File{}}
+	w := &Workspace{root: real, maxSize: DefaultMaxFileSize, memo: map[memoKey]*entry{}}
 	for _, o := range opts {
 		o(w)
 	}
@@ -131,7 +144,7 @@ func Open(dir string, opts ...Option) (*Workspace, error) {
 // OpenFS opens a read-only workspace backed by fsys, such as an embedded
 // example. It has no symlinks, so only the size, binary and UTF-8 rules apply.
 func OpenFS(fsys fs.FS, opts ...Option) *Workspace {
-	w := &Workspace{fsys: fsys, maxSize: DefaultMaxFileSize, files: map[string]*File{}}
+	w := &Workspace{fsys: fsys, maxSize: DefaultMaxFileSize, memo: map[memoKey]*entry{}}
 	for _, o := range opts {
 		o(w)
 	}
@@ -144,40 +157,67 @@ func (w *Workspace) Root() string { return w.root }
 
 // IsDir reports whether rel exists and is a folder inside the workspace.
 func (w *Workspace) IsDir(rel string) bool {
-	if w.fsys != nil {
-		st, err := fs.Stat(w.fsys, cleanRel(rel))
-		return err == nil && st.IsDir()
+	rel = cleanRel(rel)
+	k := memoKey{opIsDir, rel}
+	if e, ok := w.cached(k); ok {
+		return e.yes
 	}
+	if w.fsys != nil {
+		st, err := fs.Stat(w.fsys, rel)
+		return w.noteBool(k, err == nil && st.IsDir(), fixed)
+	}
+	deps := w.walk(rel, false)
 	real, err := w.resolve(rel)
 	if err != nil {
-		return false
+		return w.noteBool(k, false, deps)
 	}
-	st, err := os.Stat(real)
-	return err == nil && st.IsDir()
+	st, err := stat(real)
+	return w.noteBool(k, err == nil && st.IsDir(), deps)
 }
 
 // Exists reports whether rel names anything (file or folder) inside the
 // workspace.
 func (w *Workspace) Exists(rel string) bool {
-	if w.fsys != nil {
-		_, err := fs.Stat(w.fsys, cleanRel(rel))
-		return err == nil
+	rel = cleanRel(rel)
+	k := memoKey{opExists, rel}
+	if e, ok := w.cached(k); ok {
+		return e.yes
 	}
+	if w.fsys != nil {
+		_, err := fs.Stat(w.fsys, rel)
+		return w.noteBool(k, err == nil, fixed)
+	}
+	deps := w.walk(rel, false)
 	_, err := w.resolve(rel)
-	return err == nil
+	return w.noteBool(k, err == nil, deps)
 }
 
 // ReadDir lists the folder rel, sorted by name. A folder whose real path is
-// outside the workspace is refused with a *RefusedError.
+// outside the workspace is refused with a *RefusedError. The caller owns the
+// returned slice.
 func (w *Workspace) ReadDir(rel string) ([]fs.DirEntry, error) {
-	if w.fsys != nil {
-		return fs.ReadDir(w.fsys, cleanRel(rel))
+	rel = cleanRel(rel)
+	k := memoKey{opReadDir, rel}
+	if e, ok := w.cached(k); ok {
+		return slices.Clone(e.list), e.err
 	}
+	if w.fsys != nil {
+		list, err := fs.ReadDir(w.fsys, rel)
+		w.noteList(k, list, err, fixed)
+		return list, err
+	}
+	deps := w.walk(rel, true)
+	list, err := w.readDir(rel)
+	w.noteList(k, list, err, deps)
+	return list, err
+}
+
+func (w *Workspace) readDir(rel string) ([]fs.DirEntry, error) {
 	real, err := w.resolve(rel)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(real)
+	entries, err := readDir(real)
 	if err != nil {
 		return nil, err
 	}
@@ -197,30 +237,30 @@ func (w *Workspace) Abs(rel string) string {
 // Load reads the text file rel (slash-separated, relative to the workspace).
 // It returns an error wrapping fs.ErrNotExist when there is no such file, and
 // a *RefusedError when the door refuses it. An unchanged file is not read
-// again: its size, modification time and inode are checked with one stat.
+// again: its size, modification time and inode are checked with one stat, or
+// not at all while [Workspace.Watch] vouches for its folders.
 func (w *Workspace) Load(rel string) (*File, error) {
 	rel = cleanRel(rel)
-	if w.fsys != nil {
-		return w.loadFS(rel)
+	k := memoKey{opLoad, rel}
+	e, ok := w.cached(k)
+	if ok {
+		return e.file, e.err
 	}
-	abs := filepath.Join(w.root, filepath.FromSlash(rel))
-	w.mu.Lock()
-	cached := w.files[rel]
-	w.mu.Unlock()
-	if cached != nil {
-		if st, err := os.Stat(abs); err == nil && idOf(st) == cached.ID {
-			return cached, nil
+	if w.fsys != nil {
+		return w.loadFS(k, e)
+	}
+	deps := w.walk(rel, false)
+	if e != nil && e.file != nil {
+		abs := filepath.Join(w.root, filepath.FromSlash(rel))
+		if st, err := stat(abs); err == nil && idOf(st) == e.file.ID {
+			if deps != nil {
+				w.noteFile(k, e.file, nil, deps)
+			}
+			return e.file, nil
 		}
 	}
 	f, err := w.load(rel)
-	w.mu.Lock()
-	if err != nil {
-		delete(w.files, rel)
-	} else {
-		w.files[rel] = f
-	}
-	w.mu.Unlock()
-	return f, err
+	return w.noteFile(k, f, err, deps)
 }
 
 // Read is Load for callers that go on without the file: a missing file gives
@@ -275,7 +315,7 @@ func (w *Workspace) load(rel string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := os.Stat(real)
+	st, err := stat(real)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +325,7 @@ func (w *Workspace) load(rel string) (*File, error) {
 	if st.Size() > w.maxSize {
 		return nil, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("%d bytes; the limit is %d", st.Size(), w.maxSize)}
 	}
-	fh, err := os.Open(real)
+	fh, err := open(real)
 	if err != nil {
 		return nil, err
 	}
@@ -300,13 +340,17 @@ func (w *Workspace) load(rel string) (*File, error) {
 	return newFile(rel, data, idOf(st))
 }
 
-func (w *Workspace) loadFS(rel string) (*File, error) {
-	w.mu.Lock()
-	cached := w.files[rel]
-	w.mu.Unlock()
-	if cached != nil {
-		return cached, nil // embedded files never change
+// loadFS loads from an fs.FS, which is taken never to change, so every
+// answer is kept for good.
+func (w *Workspace) loadFS(k memoKey, e *entry) (*File, error) {
+	if e != nil {
+		return e.file, e.err
 	}
+	f, err := w.readFS(k.rel)
+	return w.noteFile(k, f, err, fixed)
+}
+
+func (w *Workspace) readFS(rel string) (*File, error) {
 	st, err := fs.Stat(w.fsys, rel)
 	if err != nil {
 		return nil, err
@@ -321,13 +365,7 @@ func (w *Workspace) loadFS(rel string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := newFile(rel, data, FileID{Size: st.Size(), ModTime: st.ModTime()})
-	if err == nil {
-		w.mu.Lock()
-		w.files[rel] = f
-		w.mu.Unlock()
-	}
-	return f, err
+	return newFile(rel, data, FileID{Size: st.Size(), ModTime: st.ModTime()})
 }
 
 // Normalize applies the door's text rules to data read from elsewhere (a
@@ -364,7 +402,7 @@ func (w *Workspace) resolve(rel string) (string, error) {
 		return "", &RefusedError{Path: rel, Reason: ErrOutside}
 	}
 	abs := filepath.Join(w.root, filepath.FromSlash(rel))
-	real, err := filepath.EvalSymlinks(abs)
+	real, err := evalSymlinks(abs)
 	if err != nil {
 		if isLoop(err) {
 			return "", &RefusedError{Path: rel, Reason: ErrLoop}
@@ -426,4 +464,38 @@ func modeName(m fs.FileMode) string {
 		return "a device"
 	}
 	return m.Type().String()
+}
+
+// diskOps counts the door's calls to the file system, so tests can tell
+// that a read was answered from memory.
+var diskOps atomic.Int64
+
+func stat(name string) (fs.FileInfo, error) {
+	diskOps.Add(1)
+	return os.Stat(name)
+}
+
+func lstat(name string) (fs.FileInfo, error) {
+	diskOps.Add(1)
+	return os.Lstat(name)
+}
+
+func readlink(name string) (string, error) {
+	diskOps.Add(1)
+	return os.Readlink(name)
+}
+
+func evalSymlinks(name string) (string, error) {
+	diskOps.Add(1)
+	return filepath.EvalSymlinks(name)
+}
+
+func readDir(name string) ([]fs.DirEntry, error) {
+	diskOps.Add(1)
+	return os.ReadDir(name)
+}
+
+func open(name string) (*os.File, error) {
+	diskOps.Add(1)
+	return os.Open(name)
 }

@@ -1,0 +1,438 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Generation is a counter that rises whenever the workspace is seen to have
+// changed through the door:
+//
+//   - a Load whose answer differs from the last answer for that path: a file
+//     that appears (a path never loaded counts as missing), a file whose
+//     [FileID] changed, a file that is gone or now refused, a different error;
+//   - a ReadDir whose names, entry types or error differ from the last listing
+//     of that folder (the first listing counts as a change);
+//   - an IsDir or Exists whose answer differs from the last one for that path
+//     (the first answer counts as a change);
+//   - while watching, any event in a watched folder, and a watcher failure.
+//
+// So if two calls to Generation around a sequence of reads return the same
+// value, and every read in the sequence had been made before, then every read
+// returned what it returned before. A caller can keep a result built from
+// such reads together with the Generation read before the first of them, and
+// reuse it as long as redoing the reads leaves Generation where it was.
+//
+// Generation is safe to call concurrently with reads.
+func (w *Workspace) Generation() uint64 { return w.gen.Load() }
+
+// Watch makes the door trust its caches: while watching, a read that was
+// answered before is answered again from memory, with no system call, until
+// an event arrives for one of the folders that answer depended on (the
+// folders on its path, those its symlinks lead through, and for ReadDir the
+// folder itself). Watches are added lazily, one per folder the door reads
+// from, plus the root. An answer that depends on something a watch cannot
+// cover (a symlink that leaves the workspace, a folder whose watch could not
+// be added, say because of the inotify limit) is checked on disk every time,
+// as without Watch.
+//
+// Events arrive asynchronously: a change is seen once its event has been
+// delivered, typically well under a millisecond after the change. Changes
+// that raise no event in the file's folder are not seen while the cache is
+// trusted: a write through a hard link in another folder, a write through a
+// shared memory mapping, a change on a network file system made by another
+// machine. If the watcher reports an error (such as a queue overflow) the
+// door stops trusting its caches and checks the disk as without Watch; the
+// error is kept for [Workspace.WatchErr].
+//
+// Calling Watch again while watching does nothing. For a workspace backed by
+// an fs.FS, Watch does nothing: its answers are cached for good anyway.
+func (w *Workspace) Watch() error {
+	if w.fsys != nil {
+		return nil
+	}
+	w.mu.Lock()
+	watching := w.watcher != nil
+	w.mu.Unlock()
+	if watching {
+		return nil
+	}
+	wt, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("workspace %s: watch: %w", w.root, err)
+	}
+	if err := wt.Add(w.root); err != nil {
+		wt.Close()
+		return fmt.Errorf("workspace %s: watch: %w", w.root, err)
+	}
+	w.mu.Lock()
+	if w.watcher != nil {
+		w.mu.Unlock()
+		wt.Close()
+		return nil
+	}
+	done := make(chan struct{})
+	w.watcher, w.done = wt, done
+	w.dirs = map[string]*folder{w.root: {}}
+	w.distrust, w.watchErr = false, nil
+	w.mu.Unlock()
+	go w.run(wt, done)
+	return nil
+}
+
+// Close stops watching. Reads go on working, checking the disk each time.
+// Close on a workspace that is not watching does nothing.
+func (w *Workspace) Close() error {
+	w.mu.Lock()
+	wt, done := w.watcher, w.done
+	w.watcher, w.done = nil, nil
+	for _, d := range w.dirs {
+		d.epoch++
+	}
+	w.dirs = nil
+	w.mu.Unlock()
+	if wt == nil {
+		return nil
+	}
+	err := wt.Close()
+	<-done
+	return err
+}
+
+// WatchErr is the first error the watcher reported since [Workspace.Watch],
+// after which the door went back to checking the disk, or nil.
+func (w *Workspace) WatchErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.watchErr
+}
+
+// folder is one watched real folder. Its epoch rises with every event in it,
+// and once more when its watch ends.
+type folder struct{ epoch uint64 }
+
+// deps are the watched folders an answer depends on, with their epochs taken
+// before the answer was read from disk. The answer holds while no epoch has
+// moved.
+type deps struct {
+	dirs []*folder
+	snap []uint64
+}
+
+// fixed marks an answer that holds for good (an fs.FS-backed workspace).
+var fixed = &deps{}
+
+type op uint8
+
+const (
+	opLoad op = iota
+	opReadDir
+	opIsDir
+	opExists
+)
+
+type memoKey struct {
+	op  op
+	rel string
+}
+
+// entry is the last answer to one read. Entries are never changed once
+// stored, so a reader may use one after letting go of the lock.
+type entry struct {
+	file *File         // Load
+	list []fs.DirEntry // ReadDir; a private copy
+	err  error         // Load, ReadDir
+	yes  bool          // IsDir, Exists
+	deps *deps         // nil: check the disk before serving
+}
+
+// cached returns the last answer for k and whether it may be served without
+// looking at the disk.
+func (w *Workspace) cached(k memoKey) (*entry, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.memo[k]
+	if e == nil || e.deps == nil {
+		return e, false
+	}
+	if e.deps == fixed {
+		return e, true
+	}
+	if w.watcher == nil || w.distrust {
+		return e, false
+	}
+	for i, d := range e.deps.dirs {
+		if d.epoch != e.deps.snap[i] {
+			return e, false
+		}
+	}
+	return e, true
+}
+
+// noteFile records the answer of a Load and returns it, keeping the earlier
+// *File when the file is unchanged.
+func (w *Workspace) noteFile(k memoKey, f *File, err error, d *deps) (*File, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	prev := w.memo[k]
+	same := false
+	switch {
+	case prev == nil:
+		same = f == nil && errors.Is(err, fs.ErrNotExist)
+	case prev.file != nil && f != nil:
+		same = prev.file.ID == f.ID
+		if same {
+			f = prev.file
+		}
+	case prev.file == nil && f == nil:
+		same = errKey(prev.err) == errKey(err)
+	}
+	if !same {
+		w.gen.Add(1)
+	}
+	if !same || d != nil || prev == nil || prev.deps != nil {
+		w.memo[k] = &entry{file: f, err: err, deps: d}
+	}
+	return f, err
+}
+
+// noteList records the answer of a ReadDir.
+func (w *Workspace) noteList(k memoKey, list []fs.DirEntry, err error, d *deps) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	prev := w.memo[k]
+	same := prev != nil && errKey(prev.err) == errKey(err) && sameList(prev.list, list)
+	if !same {
+		w.gen.Add(1)
+	}
+	if !same || d != nil || prev.deps != nil {
+		w.memo[k] = &entry{list: slices.Clone(list), err: err, deps: d}
+	}
+}
+
+// noteBool records the answer of an IsDir or Exists and returns it.
+func (w *Workspace) noteBool(k memoKey, yes bool, d *deps) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	prev := w.memo[k]
+	same := prev != nil && prev.yes == yes
+	if !same {
+		w.gen.Add(1)
+	}
+	if !same || d != nil || prev.deps != nil {
+		w.memo[k] = &entry{yes: yes, deps: d}
+	}
+	return yes
+}
+
+func sameList(a, b []fs.DirEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name() != b[i].Name() || a[i].Type() != b[i].Type() {
+			return false
+		}
+	}
+	return true
+}
+
+// errKey tells errors apart for Generation: all "not exist" errors are one.
+func errKey(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, fs.ErrNotExist):
+		return "not exist"
+	}
+	return err.Error()
+}
+
+// maxHops bounds the symlinks walk follows, as the kernel bounds them.
+const maxHops = 40
+
+// walk finds the folders whose contents decide what rel resolves to, while
+// watching: each folder in which a path component is looked up, following
+// symlinks the way filepath.EvalSymlinks does, and with dir, the final folder
+// itself. Each folder is watched and its epoch noted before it is read, so a
+// change after that raises its epoch. walk returns nil, meaning "check the
+// disk each time", when not watching or when the answer depends on anything
+// unwatched: a path outside the root, a watch that could not be added, an
+// unexpected error.
+func (w *Workspace) walk(rel string, dir bool) *deps {
+	w.mu.Lock()
+	watching := w.watcher != nil && !w.distrust
+	w.mu.Unlock()
+	if !watching {
+		return nil
+	}
+	d := &deps{}
+	if !w.watchFolder(d, w.root) {
+		return nil
+	}
+	cur, todo := w.root, rel
+	hops := 0
+	for todo != "" {
+		var c string
+		c, todo, _ = strings.Cut(todo, "/")
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if cur == w.root {
+				return nil
+			}
+			cur = filepath.Dir(cur)
+			continue
+		}
+		if !w.watchFolder(d, cur) {
+			return nil
+		}
+		p := filepath.Join(cur, c)
+		st, err := lstat(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				return d // decided by cur's entries, which are watched
+			}
+			return nil
+		}
+		if st.Mode()&fs.ModeSymlink != 0 {
+			if hops++; hops > maxHops {
+				return nil
+			}
+			target, err := readlink(p)
+			if err != nil {
+				return nil
+			}
+			if filepath.IsAbs(target) {
+				target = filepath.Clean(target)
+				if !Within(w.root, target) {
+					return nil
+				}
+				cur = w.root
+				target, _ = filepath.Rel(w.root, target)
+			}
+			todo = strings.TrimSuffix(filepath.ToSlash(target)+"/"+todo, "/")
+			continue
+		}
+		if !st.IsDir() {
+			return d // a file, or "not a folder" if todo goes on: decided by cur's entries
+		}
+		cur = p
+	}
+	if dir && !w.watchFolder(d, cur) {
+		return nil
+	}
+	return d
+}
+
+// watchFolder adds dir to d, watching it first if need be.
+func (w *Workspace) watchFolder(d *deps, dir string) bool {
+	w.mu.Lock()
+	wt := w.watcher
+	if wt == nil || w.distrust {
+		w.mu.Unlock()
+		return false
+	}
+	if f := w.dirs[dir]; f != nil {
+		d.dirs, d.snap = append(d.dirs, f), append(d.snap, f.epoch)
+		w.mu.Unlock()
+		return true
+	}
+	w.mu.Unlock()
+	// Not under mu: fsnotify takes its own lock, which its reader may hold
+	// while it waits for the event goroutine, which may wait for mu.
+	err := wt.Add(dir)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil || w.watcher != wt || w.distrust {
+		return false
+	}
+	f := w.dirs[dir]
+	if f == nil {
+		f = &folder{}
+		w.dirs[dir] = f
+	}
+	d.dirs, d.snap = append(d.dirs, f), append(d.snap, f.epoch)
+	return true
+}
+
+// run hands the watcher's events and errors to the workspace until the
+// watcher is closed.
+func (w *Workspace) run(wt *fsnotify.Watcher, done chan struct{}) {
+	defer close(done)
+	events, errs := wt.Events, wt.Errors
+	for events != nil || errs != nil {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			w.onEvent(wt, ev)
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			w.onError(wt, err)
+		}
+	}
+	// The channels close on Close, or if the watcher died by itself; in the
+	// second case nothing vouches for the caches any more.
+	w.onError(wt, errors.New("the file watcher stopped"))
+}
+
+// onEvent raises the epoch of the folder an event happened in, and of the
+// folder it names. A folder removed or renamed loses its watch, and so does
+// every watched folder under it: the kernel watch follows the moved folder,
+// not the path.
+func (w *Workspace) onEvent(wt *fsnotify.Watcher, ev fsnotify.Event) {
+	name := filepath.Clean(ev.Name)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watcher != wt {
+		return
+	}
+	hit := false
+	if f := w.dirs[filepath.Dir(name)]; f != nil {
+		f.epoch++
+		hit = true
+	}
+	if f := w.dirs[name]; f != nil {
+		f.epoch++
+		hit = true
+	}
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		for p, f := range w.dirs {
+			if p == name || strings.HasPrefix(p, name+string(os.PathSeparator)) {
+				f.epoch++
+				delete(w.dirs, p)
+				hit = true
+			}
+		}
+	}
+	if hit {
+		w.gen.Add(1)
+	}
+}
+
+// onError stops trusting the caches.
+func (w *Workspace) onError(wt *fsnotify.Watcher, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watcher != wt || w.distrust {
+		return
+	}
+	w.distrust = true
+	w.watchErr = fmt.Errorf("workspace %s: watch: %w", w.root, err)
+	w.gen.Add(1)
+}
