@@ -6,7 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"sync/atomic"
+	"sync"
 )
 
 // Counter counts tokens. The tokens package provides exact counters; md
@@ -74,7 +74,6 @@ type Renderer struct {
 	counter   Counter
 	budget    int
 	hasBudget bool
-	sizeHint  atomic.Int64 // length of the last output, to size the next buffer
 }
 
 // Option configures a [Renderer].
@@ -102,18 +101,37 @@ func NewRenderer(opts ...Option) *Renderer {
 // tests and small prompts.
 func String(n Node) string {
 	r := renderer{}
-	return string(r.renderNode(nil, n))
+	buf := getBuf()
+	defer putBuf(buf)
+	*buf = r.renderNode((*buf)[:0], n)
+	return string(*buf)
 }
 
 // Write renders n with no budget to w, returning any write error.
 func Write(w io.Writer, n Node) error {
 	r := renderer{}
-	buf := r.renderNode(nil, n)
+	buf := getBuf()
+	defer putBuf(buf)
+	*buf = r.renderNode((*buf)[:0], n)
 	if r.err != nil {
 		return r.err
 	}
-	_, err := w.Write(buf)
+	_, err := w.Write(*buf)
 	return err
+}
+
+// bufs recycles render buffers, so that rendering a large prompt again does
+// not grow a new buffer from nothing each time.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+func getBuf() *[]byte { return bufs.Get().(*[]byte) }
+
+// putBuf returns a buffer to the pool unless it grew huge, which would pin
+// memory for every later small render.
+func putBuf(b *[]byte) {
+	if cap(*b) <= 8<<20 {
+		bufs.Put(b)
+	}
 }
 
 // Write renders n and writes it to w. Partial output is never written: the
@@ -157,9 +175,10 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 
 func (rd *Renderer) pass(n Node, p *plan) (string, []rec, error) {
 	r := renderer{plan: p, counter: rd.counter, record: true}
-	buf := r.renderNode(make([]byte, 0, rd.sizeHint.Load()+64), n)
-	rd.sizeHint.Store(int64(len(buf)))
-	return string(buf), r.recs, r.err
+	buf := getBuf()
+	defer putBuf(buf)
+	*buf = r.renderNode((*buf)[:0], n)
+	return string(*buf), r.recs, r.err
 }
 
 type attempt struct {
