@@ -350,7 +350,7 @@ func (w *Workspace) watchFolder(d *deps, dir string) bool {
 	w.mu.Unlock()
 	// Not under mu: fsnotify takes its own lock, which its reader may hold
 	// while it waits for the event goroutine, which may wait for mu.
-	err := wt.Add(dir)
+	err := addWatch(wt, dir)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil || w.watcher != wt || w.distrust {
@@ -364,6 +364,9 @@ func (w *Workspace) watchFolder(d *deps, dir string) bool {
 	d.dirs, d.snap = append(d.dirs, f), append(d.snap, f.epoch)
 	return true
 }
+
+// addWatch is wt.Add; tests replace it to make a watch fail.
+var addWatch = func(wt *fsnotify.Watcher, dir string) error { return wt.Add(dir) }
 
 // run hands the watcher's events and errors to the workspace until the
 // watcher is closed.
