@@ -36,10 +36,11 @@ func (w *Workspace) Generation() uint64 { return w.gen.Load() }
 
 // Watch makes the door trust its caches: while watching, a read that was
 // answered before is answered again from memory, with no system call, until
-// an event arrives for one of the folders that answer depended on (the
-// folders on its path, those its symlinks lead through, and for ReadDir the
-// folder itself). Watches are added lazily, one per folder the door reads
-// from, plus the root. An answer that depends on something a watch cannot
+// an event arrives that touches what the answer depended on: a name looked up
+// on its path or through its symlinks (for a file, also its contents), the
+// listing for ReadDir, or any folder on the way itself (removed, renamed,
+// its permissions changed). Watches are added lazily, one per folder the door
+// reads from, plus the root. An answer that depends on something a watch cannot
 // cover (a symlink that leaves the workspace, a folder whose watch could not
 // be added, say because of the inotify limit) is checked on disk every time,
 // as without Watch.
@@ -115,17 +116,42 @@ func (w *Workspace) WatchErr() error {
 	return w.watchErr
 }
 
-// folder is one watched real folder. Its epoch rises with every event in it,
-// and once more when its watch ends.
-type folder struct{ epoch uint64 }
-
-// deps are the watched folders an answer depends on, with their epochs taken
-// before the answer was read from disk. The answer holds while no epoch has
-// moved.
-type deps struct {
-	dirs []*folder
-	snap []uint64
+// folder is one watched real folder. Its counters only rise: epoch for
+// events on the folder itself (and when its watch ends), which void every
+// answer that looked inside it; names for each child that had an event; list
+// when a child was created, removed or renamed.
+type folder struct {
+	epoch uint64
+	list  uint64
+	names map[string]uint64
 }
+
+// maxNames bounds folder.names; past it the folder starts afresh with a new
+// epoch, so a stream of uniquely named temporary files cannot grow it forever.
+const maxNames = 1024
+
+// at returns the counter a dependency on child name (or, for "", on the
+// listing) watches.
+func (f *folder) at(name string) uint64 {
+	if name == "" {
+		return f.list
+	}
+	return f.names[name]
+}
+
+// dep is one thing an answer depends on: the child name of folder f (what
+// looking it up finds, including, for a file, its contents), or with name ""
+// the listing of f. epoch and n are the counters noted before the disk was
+// read.
+type dep struct {
+	f        *folder
+	name     string
+	epoch, n uint64
+}
+
+// deps is what an answer depends on. The answer holds while no counter has
+// moved.
+type deps struct{ on []dep }
 
 // fixed marks an answer that holds for good (an fs.FS-backed workspace).
 var fixed = &deps{}
@@ -169,8 +195,8 @@ func (w *Workspace) cached(k memoKey) (*entry, bool) {
 	if w.watcher == nil || w.distrust {
 		return e, false
 	}
-	for i, d := range e.deps.dirs {
-		if d.epoch != e.deps.snap[i] {
+	for _, d := range e.deps.on {
+		if d.f.epoch != d.epoch || d.f.at(d.name) != d.n {
 			return e, false
 		}
 	}
@@ -259,12 +285,12 @@ func errKey(err error) string {
 // maxHops bounds the symlinks walk follows, as the kernel bounds them.
 const maxHops = 40
 
-// walk finds the folders whose contents decide what rel resolves to, while
-// watching: each folder in which a path component is looked up, following
-// symlinks the way filepath.EvalSymlinks does, and with dir, the final folder
-// itself. Each folder is watched and its epoch noted before it is read, so a
-// change after that raises its epoch. walk returns nil, meaning "check the
-// disk each time", when not watching or when the answer depends on anything
+// walk finds what decides the answer for rel, while watching: each name
+// looked up on the way, in its folder, following symlinks the way
+// filepath.EvalSymlinks does, and with dir, the final folder's listing. Each
+// folder is watched and its counters noted before the name is looked up, so
+// any later change moves a counter. walk returns nil, meaning "check the disk
+// each time", when not watching or when the answer depends on anything
 // unwatched: a path outside the root, a watch that could not be added, an
 // unexpected error.
 func (w *Workspace) walk(rel string, dir bool) *deps {
@@ -275,9 +301,6 @@ func (w *Workspace) walk(rel string, dir bool) *deps {
 		return nil
 	}
 	d := &deps{}
-	if !w.watchFolder(d, w.root) {
-		return nil
-	}
 	cur, todo := w.root, rel
 	hops := 0
 	for todo != "" {
@@ -293,7 +316,7 @@ func (w *Workspace) walk(rel string, dir bool) *deps {
 			cur = filepath.Dir(cur)
 			continue
 		}
-		if !w.watchFolder(d, cur) {
+		if !w.watchFolder(d, cur, c) {
 			return nil
 		}
 		p := filepath.Join(cur, c)
@@ -328,14 +351,20 @@ func (w *Workspace) walk(rel string, dir bool) *deps {
 		}
 		cur = p
 	}
-	if dir && !w.watchFolder(d, cur) {
+	if dir && !w.watchFolder(d, cur, "") {
+		return nil
+	}
+	if len(d.on) == 0 && !w.watchFolder(d, w.root, "/") {
+		// rel is the root itself: only events on the root matter ("/" names
+		// no child).
 		return nil
 	}
 	return d
 }
 
-// watchFolder adds dir to d, watching it first if need be.
-func (w *Workspace) watchFolder(d *deps, dir string) bool {
+// watchFolder adds to d a dependency on name in dir (on its listing if name
+// is ""), watching dir first if need be.
+func (w *Workspace) watchFolder(d *deps, dir, name string) bool {
 	w.mu.Lock()
 	wt := w.watcher
 	if wt == nil || w.distrust {
@@ -343,7 +372,7 @@ func (w *Workspace) watchFolder(d *deps, dir string) bool {
 		return false
 	}
 	if f := w.dirs[dir]; f != nil {
-		d.dirs, d.snap = append(d.dirs, f), append(d.snap, f.epoch)
+		d.on = append(d.on, dep{f, name, f.epoch, f.at(name)})
 		w.mu.Unlock()
 		return true
 	}
@@ -361,7 +390,7 @@ func (w *Workspace) watchFolder(d *deps, dir string) bool {
 		f = &folder{}
 		w.dirs[dir] = f
 	}
-	d.dirs, d.snap = append(d.dirs, f), append(d.snap, f.epoch)
+	d.on = append(d.on, dep{f, name, f.epoch, f.at(name)})
 	return true
 }
 
@@ -394,10 +423,11 @@ func (w *Workspace) run(wt *fsnotify.Watcher, done chan struct{}) {
 	w.onError(wt, errors.New("the file watcher stopped"))
 }
 
-// onEvent raises the epoch of the folder an event happened in, and of the
-// folder it names. A folder removed or renamed loses its watch, and so does
-// every watched folder under it: the kernel watch follows the moved folder,
-// not the path.
+// onEvent raises the counters an event touches: the name it happened to, in
+// its folder, that folder's listing when a name came or went, and the epoch
+// of the folder it names, if watched. A folder removed or renamed loses its
+// watch, and so does every watched folder under it: the kernel watch follows
+// the moved folder, not the path.
 func (w *Workspace) onEvent(wt *fsnotify.Watcher, ev fsnotify.Event) {
 	name := filepath.Clean(ev.Name)
 	w.mu.Lock()
@@ -407,7 +437,17 @@ func (w *Workspace) onEvent(wt *fsnotify.Watcher, ev fsnotify.Event) {
 	}
 	hit := false
 	if f := w.dirs[filepath.Dir(name)]; f != nil {
-		f.epoch++
+		if len(f.names) >= maxNames {
+			f.epoch++
+			f.names = nil
+		}
+		if f.names == nil {
+			f.names = map[string]uint64{}
+		}
+		f.names[filepath.Base(name)]++
+		if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			f.list++
+		}
 		hit = true
 	}
 	if f := w.dirs[name]; f != nil {

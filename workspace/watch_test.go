@@ -420,3 +420,59 @@ func BenchmarkLoadWarm(b *testing.B) { benchLoad(b, false) }
 
 // BenchmarkLoadWatched loads the same 300 files trusted by the watcher.
 func BenchmarkLoadWatched(b *testing.B) { benchLoad(b, true) }
+
+// TestWatchedEventsArePrecise: events for other names, or for contents,
+// leave an answer trusted.
+func TestWatchedEventsArePrecise(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "sub", "b.md"), "b\n")
+	write(t, filepath.Join(root, "other.md"), "o\n")
+	ws := watched(t, root)
+	text(ws, "sub/b.md")
+	ws.ReadDir("sub")
+	// settled waits until every event so far has been handled: events come
+	// in order, and the cached "no" for a new name only turns once its
+	// creation event is in.
+	n := 0
+	settled := func() {
+		n++
+		flag := fmt.Sprintf("flag%d", n)
+		if ws.Exists(flag) {
+			t.Fatal(flag)
+		}
+		write(t, filepath.Join(root, flag), "")
+		eventually(t, flag+" is seen", func() bool { return ws.Exists(flag) })
+	}
+
+	gen := ws.Generation()
+	write(t, filepath.Join(root, "other.md"), "o2\n")
+	write(t, filepath.Join(root, "new.md"), "n\n")
+	settled()
+	if ws.Generation() == gen {
+		t.Error("events did not bump Generation")
+	}
+	noDisk(t, "sub/b.md after events for other names", func() { text(ws, "sub/b.md") })
+
+	write(t, filepath.Join(root, "sub", "b.md"), "b2\n")
+	settled()
+	if got := text(ws, "sub/b.md"); got != "b2\n" {
+		t.Errorf("got %q", got)
+	}
+	noDisk(t, "listing after a content write", func() { ws.ReadDir("sub") })
+}
+
+func TestWatchedRootRemoved(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "ws")
+	write(t, filepath.Join(root, "a.md"), "a\n")
+	ws := watched(t, root)
+	if !ws.IsDir("") || !ws.Exists("") || text(ws, "a.md") != "a\n" {
+		t.Fatal("first reads")
+	}
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the root is gone", func() bool { return !ws.IsDir("") && !ws.Exists("") })
+	if _, err := ws.Load("a.md"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("err = %v", err)
+	}
+}
