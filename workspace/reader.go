@@ -82,7 +82,9 @@ type File struct {
 
 // Workspace is an agent's folder. Every file loom reads from it goes through
 // [Workspace.Load], which refuses anything whose real path is outside the
-// folder. A Workspace is safe for concurrent use.
+// folder. [Workspace.Generation] tells whether any read saw a change, and
+// [Workspace.Watch] lets unchanged reads skip the disk altogether. A
+// Workspace is safe for concurrent use.
 type Workspace struct {
 	root    string // absolute, symlinks resolved; "" when backed by fsys
 	fsys    fs.FS  // set for embedded examples
