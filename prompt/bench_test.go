@@ -55,6 +55,39 @@ func BenchmarkRenderWarm(b *testing.B) {
 	}
 }
 
+// BenchmarkRenderWarmWatched is BenchmarkRenderWarm with the workspace
+// watched, as a long-running process (loom watch, loom chat, a server) has
+// it: an unchanged workspace costs no read at all.
+func BenchmarkRenderWarmWatched(b *testing.B) {
+	for _, size := range []string{"small", "medium", "large"} {
+		b.Run(size, func(b *testing.B) {
+			ws, err := workspace.Open(benchWorkspace(b, size))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := ws.Watch(); err != nil {
+				b.Fatal(err)
+			}
+			defer ws.Close()
+			bl := prompt.New(ws)
+			defer bl.Close()
+			opts := prompt.Options{Preset: prompt.Assistant, GOOS: "linux", GOARCH: "amd64"}
+			if _, err := bl.Render(context.Background(), opts); err != nil {
+				b.Fatal(err)
+			}
+			if !ws.Watching() {
+				b.Fatal("the watcher does not cover the workspace")
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bl.Render(context.Background(), opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkRenderCold builds a new workspace and builder each time, in a
 // process whose token counts are already cached; bench/render/cold.sh times
 // whole processes.

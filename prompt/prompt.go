@@ -126,15 +126,13 @@ func (b *Builder) Close() error {
 // last result is returned again; results must be treated as read-only.
 func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 	key := optsKey(opts)
-	gen, hasGen := any(b.ws).(generationer)
-	w, _ := any(b.ws).(watcher)
-	if hasGen && w != nil && w.Watching() {
+	if b.ws.Watching() {
 		// A watcher bumps the generation on every change, so an unchanged
 		// generation means no file changed: nothing needs reading at all.
 		b.mu.Lock()
 		last := b.last
 		b.mu.Unlock()
-		if last != nil && last.optsKey == key && last.gen == gen.Generation() && time.Since(last.at) < freshFor {
+		if last != nil && last.optsKey == key && last.gen == b.ws.Generation() && time.Since(last.at) < freshFor {
 			return last.result, last.err
 		}
 	}
@@ -144,21 +142,16 @@ func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 	}
 	tree := st.tree()
 	inputs := st.inputsKey()
-	var g uint64
-	if hasGen {
-		g = gen.Generation() // after every read of this render
-		b.mu.Lock()
-		last := b.last
-		b.mu.Unlock()
-		if last != nil && last.optsKey == key && last.inputsKey == inputs && last.gen == g {
-			b.remember(key, inputs, g, last.result, last.err)
-			return last.result, last.err
-		}
+	g := b.ws.Generation() // after every read of this render
+	b.mu.Lock()
+	last := b.last
+	b.mu.Unlock()
+	if last != nil && last.optsKey == key && last.inputsKey == inputs && last.gen == g {
+		b.remember(key, inputs, g, last.result, last.err)
+		return last.result, last.err
 	}
 	res, err := st.render(tree)
-	if hasGen {
-		b.remember(key, inputs, g, res, err)
-	}
+	b.remember(key, inputs, g, res, err)
 	return res, err
 }
 

@@ -493,3 +493,43 @@ func TestReusedRenderSeesEveryChange(t *testing.T) {
 		t.Error("an option change was not seen")
 	}
 }
+
+func TestWatchedWorkspaceRender(t *testing.T) {
+	dir := write(t, map[string]string{"AGENTS.md": "Be terse.\n", "skills/a/SKILL.md": "---\nname: a\ndescription: A.\n---\nx\n"})
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	b := prompt.New(ws)
+	defer b.Close()
+	opts := prompt.Options{GOOS: "linux", GOARCH: "amd64"}
+	first, err := b.Render(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ws.Watching() {
+		t.Fatalf("watch does not cover the workspace (%v)", ws.WatchErr())
+	}
+	if again, _ := b.Render(context.Background(), opts); again != first {
+		t.Error("an unchanged watched workspace was rendered again")
+	}
+	os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("Be brief.\n"), 0o644)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		res, err := b.Render(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(res.Prompt, "Be brief.") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the change never reached the prompt")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -26,17 +26,6 @@ type lastRender struct {
 	err       error
 }
 
-// generationer is what the workspace offers to tell whether anything it
-// read has changed, and whether a watcher keeps that up to date without
-// reads.
-type generationer interface {
-	Generation() uint64
-}
-
-type watcher interface {
-	Watching() bool
-}
-
 // optsKey writes every option that shapes the prompt.
 func optsKey(o Options) string {
 	var b strings.Builder

@@ -96,11 +96,12 @@ type Workspace struct {
 	memo map[memoKey]*entry // the last answer to every read, by kind and path
 
 	// Watching (watch.go).
-	watcher  *fsnotify.Watcher  // nil when not watching
-	done     chan struct{}      // closed when the event goroutine ends
-	dirs     map[string]*folder // watched real folders
-	distrust bool               // the watcher failed: check the disk again
-	watchErr error
+	watcher   *fsnotify.Watcher  // nil when not watching
+	done      chan struct{}      // closed when the event goroutine ends
+	dirs      map[string]*folder // watched real folders
+	distrust  bool               // the watcher failed: check the disk again
+	uncovered atomic.Bool        // some answer while watching had to be checked on disk
+	watchErr  error
 }
 
 // Option configures [Open].

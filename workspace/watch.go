@@ -84,6 +84,7 @@ func (w *Workspace) Watch() error {
 	w.watcher, w.done = wt, done
 	w.dirs = map[string]*folder{w.root: {}}
 	w.distrust, w.watchErr = false, nil
+	w.uncovered.Store(false)
 	w.mu.Unlock()
 	go w.run(wt, done)
 	return nil
@@ -300,6 +301,25 @@ func (w *Workspace) walk(rel string, dir bool) *deps {
 	if !watching {
 		return nil
 	}
+	d := w.walkWatched(rel, dir)
+	if d == nil {
+		w.uncovered.Store(true)
+	}
+	return d
+}
+
+// Watching reports whether every answer the door has given is covered by
+// its watcher, so that an unchanged [Workspace.Generation] alone proves
+// nothing changed, with no read at all. It is false when not watching, after
+// a watcher error, and once any answer had to be checked on disk instead
+// (a symlink out of the workspace, a folder that could not be watched).
+func (w *Workspace) Watching() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.watcher != nil && !w.distrust && !w.uncovered.Load()
+}
+
+func (w *Workspace) walkWatched(rel string, dir bool) *deps {
 	d := &deps{}
 	cur, todo := w.root, rel
 	hops := 0

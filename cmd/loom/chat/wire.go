@@ -28,8 +28,13 @@ func (o *ChatOptions) wireDefaults() (func(), error) {
 	if err != nil {
 		return closeFn, err
 	}
+	// A chat renders the prompt every turn: watch the workspace so that an
+	// unchanged one costs no reads.
+	if err := ws.Watch(); err != nil {
+		fmt.Fprintf(o.IO.ErrOut, "loom: warning: %v; checking files on each turn instead\n", err)
+	}
 	b := prompt.New(ws)
-	closeFn = func() { b.Close() }
+	closeFn = func() { b.Close(); ws.Close() }
 	popts := prompt.Options{Channel: o.Channel, User: o.User, ChatID: o.Channel + ":" + o.User}
 	if o.Channel == "cli" {
 		popts.Channel = "" // the terminal has no wrapper of its own

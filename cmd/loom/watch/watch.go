@@ -91,8 +91,12 @@ func Run(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		// One builder for the whole watch: a re-render re-reads and
-		// re-tokenizes only the files that changed.
+		// One builder for the whole watch, over a watched door: a
+		// re-render re-reads and re-tokenizes only the files that changed.
+		if err := ws.Watch(); err != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "loom: warning: %v; checking files on each render instead\n", err)
+		}
+		defer ws.Close()
 		b := prompt.New(ws)
 		defer b.Close()
 		renderFn = func(ctx context.Context) (string, error) {
