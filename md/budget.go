@@ -71,9 +71,10 @@ var ErrBadBudget = errors.New("budget must be a positive number of tokens")
 // Renderer renders trees to Markdown, within a token budget when it has one.
 // A Renderer is safe for concurrent use.
 type Renderer struct {
-	counter   Counter
-	budget    int
-	hasBudget bool
+	counter    Counter
+	budget     int
+	hasBudget  bool
+	skipCounts bool
 }
 
 // Option configures a [Renderer].
@@ -87,6 +88,12 @@ func WithCounter(c Counter) Option { return func(r *Renderer) { r.counter = c } 
 func WithBudget(n int) Option {
 	return func(r *Renderer) { r.budget, r.hasBudget = n, true }
 }
+
+// WithoutCounts leaves the report's token figures at zero when there is no
+// budget, for a caller that wants the text alone: counting a large prompt
+// from cold is most of the cost of rendering it. Truncation to a scope's own
+// limit still counts what it cuts.
+func WithoutCounts() Option { return func(r *Renderer) { r.skipCounts = true } }
 
 // NewRenderer returns a renderer with the given options.
 func NewRenderer(opts ...Option) *Renderer {
@@ -317,7 +324,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 		rep.Budget = &b
 	}
 	count := func(s string) int {
-		if rd.counter == nil {
+		if rd.counter == nil || (rd.skipCounts && !rd.hasBudget) {
 			return 0
 		}
 		return rd.counter.Count(s)

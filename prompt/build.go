@@ -248,6 +248,9 @@ func (st *state) disabled(section string) bool {
 
 func (st *state) rendererOptions() []md.Option {
 	opts := []md.Option{md.WithCounter(st.counter)}
+	if st.opts.NoCounts {
+		opts = append(opts, md.WithoutCounts())
+	}
 	if st.budget > 0 {
 		opts = append(opts, md.WithBudget(st.budget))
 	}

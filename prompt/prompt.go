@@ -57,6 +57,11 @@ type Options struct {
 	Model    string // picks the encoding when Encoding is empty
 
 	GOOS, GOARCH string // the runtime shown to the assistant; default this process's
+
+	// NoCounts skips counting tokens for the report when there is no budget,
+	// for callers that want the prompt text alone (loom render without
+	// --report): the report's token figures are then zero.
+	NoCounts bool
 }
 
 // Fork is the conversation a chat was forked from, with the passage the user

@@ -60,6 +60,7 @@ func optsKey(o Options) string {
 	field(o.Model)
 	field(o.GOOS)
 	field(o.GOARCH)
+	field(strconv.FormatBool(o.NoCounts))
 	return b.String()
 }
 

@@ -2,11 +2,13 @@ package skills
 
 import (
 	"strings"
+	"sync"
 )
 
 // checker decides availability, remembering answers within one load so
 // that a thousand skills needing curl cost one PATH search.
 type checker struct {
+	mu       sync.Mutex // skills are checked from several goroutines
 	lookPath func(string) (string, error)
 	getenv   func(string) string
 	goos     string
@@ -14,6 +16,8 @@ type checker struct {
 }
 
 func (c *checker) missing(fm *Frontmatter) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var out []string
 	for _, b := range fm.Requires.Bins {
 		ok, seen := c.bins[b]

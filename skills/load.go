@@ -87,6 +87,7 @@ type Loader struct {
 	extDoor map[string]*workspace.Workspace // absolute extra folder → its door
 	builtin *workspace.Workspace
 	cache   map[string]cacheEntry
+	cacheMu sync.Mutex // guards cache and a load's seen map while files load in parallel
 
 	parses atomic.Int64 // files parsed, for tests
 
@@ -234,7 +235,8 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		}
 		return nil
 	}
-	var out []*Skill
+	type job struct{ name, rel string }
+	var jobs []job
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") {
@@ -253,13 +255,34 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 			}
 			rel = path.Join(r.dir, name, FileName)
 		}
-		if s := l.loadOne(r, name, rel, chk, seen); s != nil {
-			if r.source == SourceWorkspace && s.Status != StatusBroken && starter.IsUntouched(rel, s.raw) {
-				diags.Add(workspace.Warning, s.Path, 0, "skill.untouched-template", "left out: still loom's starter template")
-				continue
+		jobs = append(jobs, job{name, rel})
+	}
+	// Reading and parsing are independent per file, and a cold load of a
+	// large folder is mostly that, so it is spread over the processors.
+	loaded := make([]*Skill, len(jobs))
+	workers := min(runtime.GOMAXPROCS(0), len(jobs)/8+1)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+				loaded[i] = l.loadOne(r, jobs[i].name, jobs[i].rel, chk, seen)
 			}
-			out = append(out, s)
+		}()
+	}
+	wg.Wait()
+	var out []*Skill
+	for i, s := range loaded {
+		if s == nil {
+			continue
 		}
+		if r.source == SourceWorkspace && s.Status != StatusBroken && starter.IsUntouched(jobs[i].rel, s.raw) {
+			diags.Add(workspace.Warning, s.Path, 0, "skill.untouched-template", "left out: still loom's starter template")
+			continue
+		}
+		out = append(out, s)
 	}
 	return out
 }
@@ -278,11 +301,15 @@ func (l *Loader) loadOne(r *root, name, rel string, chk *checker, seen map[strin
 		return s
 	}
 	key := string(r.source) + "\x00" + r.door.Root() + "\x00" + rel
+	l.cacheMu.Lock()
 	seen[key] = true
 	ce, ok := l.cache[key]
+	l.cacheMu.Unlock()
 	if !ok || ce.file != f {
 		ce = cacheEntry{file: f, parsed: l.parse(s.Path, name, f)}
+		l.cacheMu.Lock()
 		l.cache[key] = ce
+		l.cacheMu.Unlock()
 	}
 	p := ce.parsed
 	s.Frontmatter = p.fm

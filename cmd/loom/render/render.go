@@ -59,7 +59,7 @@ func renderRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	res, err := Run(ctx, &opts.Flags)
+	res, err := runRender(ctx, &opts.Flags, opts.Format == "markdown" && !opts.Report)
 	if res == nil {
 		return err
 	}
@@ -87,10 +87,16 @@ func renderRun(ctx context.Context, opts *Options) error {
 // Run renders the prompt the flags describe. On an over-budget prompt it
 // returns both the result and the error.
 func Run(ctx context.Context, f *shared.RenderFlags) (*prompt.Result, error) {
+	return runRender(ctx, f, false)
+}
+
+// runRender is Run, with token counting skipped when only the text is wanted.
+func runRender(ctx context.Context, f *shared.RenderFlags, textOnly bool) (*prompt.Result, error) {
 	o, err := f.Options()
 	if err != nil {
 		return nil, err
 	}
+	o.NoCounts = textOnly
 	ws, err := f.Workspace()
 	if err != nil {
 		return nil, err
