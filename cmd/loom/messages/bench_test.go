@@ -34,6 +34,10 @@ func BenchmarkTurnLarge(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if err := ws.Watch(); err != nil { // a long-running agent watches its workspace
+		b.Fatal(err)
+	}
+	defer ws.Close()
 	builder := prompt.New(ws)
 	defer builder.Close()
 	var history []messages.Message
