@@ -243,7 +243,10 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 
 	// Guess the cutoff from the costs, then confirm with exact counts: tokens
 	// are nearly additive, so the guess is usually right or one step off.
-	k := p.estimate(cost, full.tokens, budget)
+	k, before := p.estimate(cost, full.tokens, budget)
+	// Joining texts rarely costs more tokens than counting them apart, so
+	// when one drop fewer is estimated well over budget, it is not tried.
+	margin := max(16, budget/64)
 	best, err := try(k)
 	if err != nil {
 		return Result{}, err
@@ -267,14 +270,18 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 			return finish(nOrder, tries[nOrder])
 		}
 	} else if hi-1 > lo {
-		a, err := try(hi - 1)
-		if err != nil {
-			return Result{}, err
-		}
-		if a.tokens <= budget {
-			hi, best = hi-1, a
-		} else {
+		if before > budget+margin {
 			lo = hi - 1
+		} else {
+			a, err := try(hi - 1)
+			if err != nil {
+				return Result{}, err
+			}
+			if a.tokens <= budget {
+				hi, best = hi-1, a
+			} else {
+				lo = hi - 1
+			}
 		}
 	}
 	for hi-lo > 1 {
@@ -566,13 +573,13 @@ func (p *plan) ancestorDropped(idx, k int) bool {
 
 // estimate returns the smallest cut whose text, by adding up scope costs,
 // should fit the budget.
-func (p *plan) estimate(cost []int, total, budget int) int {
+func (p *plan) estimate(cost []int, total, budget int) (k, before int) {
 	saved := make([]int, len(p.scopes))
 	removed := make([]bool, len(p.scopes))
-	est := total
+	est, before := total, total
 	for k, idx := range p.order {
 		if est <= budget {
-			return k
+			return k, before
 		}
 		covered := false
 		for a := p.scopes[idx].parent; a >= 0; a = p.scopes[a].parent {
@@ -586,10 +593,11 @@ func (p *plan) estimate(cost []int, total, budget int) int {
 		}
 		gain := cost[idx] - saved[idx] + 1 // +1 for its separator
 		removed[idx] = true
+		before = est
 		est -= gain
 		for a := p.scopes[idx].parent; a >= 0; a = p.scopes[a].parent {
 			saved[a] += gain
 		}
 	}
-	return len(p.order)
+	return len(p.order), before
 }
