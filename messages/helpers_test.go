@@ -12,27 +12,16 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tiktoken-go/tokenizer"
+	"github.com/loomctx/loom/tokens"
 )
-
-// tiktokenCounter counts with the real o200k_base tokenizer.
-type tiktokenCounter struct{ codec tokenizer.Codec }
-
-func (c tiktokenCounter) Count(s string) int {
-	n, err := c.codec.Count(s)
-	if err != nil {
-		panic(err)
-	}
-	return n
-}
 
 func newCounter(t testing.TB) Counter {
 	t.Helper()
-	codec, err := tokenizer.Get(tokenizer.O200kBase)
+	c, err := tokens.Uncached(tokens.O200kBase)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tiktokenCounter{codec}
+	return c
 }
 
 func testImage() image.Image {

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tiktoken-go/tokenizer"
+	"github.com/loomctx/loom/tokens"
 
 	"github.com/loomctx/loom/llm"
 )
@@ -72,23 +72,17 @@ type Server struct {
 	Default func(r Request) Reply
 }
 
-var (
-	codecOnce sync.Once
-	codec     tokenizer.Codec
-)
+// cl100k is the tokenizer the fake reports usage in.
+var cl100k = func() tokens.Counter {
+	c, err := tokens.Get(tokens.Cl100kBase)
+	if err != nil {
+		panic(err) // a name the tokens package defines
+	}
+	return c
+}()
 
 // Count counts s with cl100k_base, the tokenizer the fake reports usage in.
-func Count(s string) int {
-	codecOnce.Do(func() {
-		c, err := tokenizer.Get(tokenizer.Cl100kBase)
-		if err != nil {
-			panic(err)
-		}
-		codec = c
-	})
-	n, _ := codec.Count(s)
-	return n
-}
+func Count(s string) int { return cl100k.Count(s) }
 
 // Counter counts tokens with cl100k_base; it satisfies md.Counter.
 type Counter struct{}
