@@ -416,3 +416,22 @@ func ExampleRenderer_Render() {
 	//
 	// (1 older memory left out.)
 }
+
+func TestBudgetSectionGoesWithItsIntroduction(t *testing.T) {
+	tree := md.Doc(md.Text("keep"), md.Sec(2, "Skills",
+		md.Raw("Read a skill before using it."),
+		md.Named("list", md.Named("s1", md.Text("a b c")).Prio(1), md.Named("s2", md.Text("d e f")).Prio(2)).OnDrop(func(n int) md.Node {
+			return md.Textf("%d more", n)
+		})))
+	res, err := md.NewRenderer(md.WithCounter(words{}), md.WithBudget(3)).Render(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "keep" {
+		t.Errorf("got %q: a section whose entries were all dropped must go whole", res.Text)
+	}
+	some, _ := md.NewRenderer(md.WithCounter(words{}), md.WithBudget(14)).Render(tree)
+	if some.Text != "keep\n\n## Skills\n\nRead a skill before using it.\n\nd e f\n\n1 more" {
+		t.Errorf("got %q", some.Text)
+	}
+}

@@ -168,9 +168,10 @@ type Table struct {
 	Rows   [][]Node
 }
 
-// Section is a heading followed by a body. When the body renders nothing —
-// because it was empty, or because the budget dropped all of it — the heading
-// goes too.
+// Section is a heading followed by a body. When the body renders nothing,
+// the heading goes too; and when the budget dropped every droppable scope in
+// the body, the whole section goes, introduction and notices included, since
+// they were there for what was dropped.
 type Section struct {
 	Heading Node
 	Body    []Node

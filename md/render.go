@@ -17,6 +17,7 @@ type renderer struct {
 	offPlan int   // >0 while rendering notices, which are not in the plan
 	depth   int   // scopes around the one being rendered
 	dropped int   // scopes dropped so far, for notices
+	kept    int   // prioritised scopes rendered so far, for sections
 	record  bool  // keep a rec per scope, for the report
 	recs    []rec
 	counter Counter
@@ -504,8 +505,11 @@ func (s *Section) render(r *renderer, buf []byte) []byte {
 		buf = append(buf, "\n\n"...)
 	}
 	at := len(buf)
+	dropped, kept := r.dropped, r.kept
 	buf = r.join(buf, s.Body, "\n\n")
-	if len(buf) == at {
+	// A section whose droppable parts were all dropped goes whole: what is
+	// left (an introduction, a notice) was there for them.
+	if len(buf) == at || (r.dropped > dropped && r.kept == kept) {
 		return buf[:start]
 	}
 	return buf
@@ -586,6 +590,9 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	if slot >= 0 {
 		r.recs[slot].text = string(buf[start:])
 		r.recs[slot].cut = cut
+	}
+	if s.Prioritized && len(buf) > start && r.offPlan == 0 {
+		r.kept++
 	}
 	return buf
 }
