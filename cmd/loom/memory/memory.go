@@ -192,3 +192,13 @@ func (wm *workspaceMemory) open(opts *Options, ifExists bool) (*memory.SQLite, e
 	}
 	return memory.OpenSQLite(wm.dbPath, o...)
 }
+
+// openStore loads the workspace's memory settings and opens its store. With
+// ifExists, a workspace without a store gives a nil store and no error.
+func openStore(opts *Options, ifExists bool) (*memory.SQLite, error) {
+	wm, err := load(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return wm.open(opts, ifExists)
+}

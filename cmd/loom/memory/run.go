@@ -50,11 +50,7 @@ func addRun(opts *Options) error {
 }
 
 func listRun(opts *Options) error {
-	wm, err := load(opts.Dir)
-	if err != nil {
-		return err
-	}
-	s, err := wm.open(opts, true)
+	s, err := openStore(opts, true)
 	if err != nil {
 		return err
 	}
@@ -96,11 +92,7 @@ func listRun(opts *Options) error {
 }
 
 func forgetRun(opts *Options) error {
-	wm, err := load(opts.Dir)
-	if err != nil {
-		return err
-	}
-	s, err := wm.open(opts, true)
+	s, err := openStore(opts, true)
 	if err != nil {
 		return err
 	}
@@ -137,11 +129,7 @@ func importRun(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	wm, err := load(opts.Dir)
-	if err != nil {
-		return err
-	}
-	s, err := wm.open(opts, false)
+	s, err := openStore(opts, false)
 	if err != nil {
 		return err
 	}
@@ -192,11 +180,7 @@ func parseJSONL(name string, data []byte) (ms []memory.Memory, lines []int, err 
 }
 
 func exportRun(opts *Options) error {
-	wm, err := load(opts.Dir)
-	if err != nil {
-		return err
-	}
-	s, err := wm.open(opts, true)
+	s, err := openStore(opts, true)
 	if err != nil || s == nil {
 		return err
 	}
