@@ -21,6 +21,11 @@ func realPath(t *testing.T, rel string) string {
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("shared testdata not present: %v", err)
 	}
+	// The loader names extra folders by their real path; so must the test,
+	// wherever shared/ is (a copy, or a link to one).
+	if p, err = filepath.EvalSymlinks(p); err != nil {
+		t.Fatal(err)
+	}
 	return p
 }
 
