@@ -137,6 +137,16 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 	return st, nil
 }
 
+// Skills returns the workspace's skills as the prompt sees them, from the
+// builder's cache, for a caller that also expands /name references.
+func (b *Builder) Skills() (*skills.Set, error) {
+	cfg, err := workspace.LoadConfig(b.ws)
+	if err != nil {
+		return nil, err
+	}
+	return b.loadSkills(cfg), nil
+}
+
 func (b *Builder) loadSkills(cfg *workspace.Config) *skills.Set {
 	b.mu.Lock()
 	defer b.mu.Unlock()

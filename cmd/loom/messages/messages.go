@@ -50,7 +50,8 @@ type MessagesOptions struct {
 	MaxImageBytes  int64
 	MaxMediaBytes  int64
 
-	// SystemPrompt renders the system prompt; nil means systemPromptFor.
+	// SystemPrompt renders the system prompt; nil means the workspace's,
+	// rendered by a builder the command shares with /name expansion.
 	SystemPrompt SystemPrompt
 	// Skills expands /name and $name in the message; nil leaves it as is.
 	Skills messages.SkillExpander
@@ -156,12 +157,21 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 		return err
 	}
 	if o.SystemPrompt == nil { // a real workspace, not a test's fixed prompt
-		zone, err := o.fromWorkspace(&o.Flags)
+		ws, err := o.Flags.Workspace()
+		if err != nil {
+			return err
+		}
+		b := prompt.New(ws) // one builder: the prompt and /name expansion share its skills
+		defer b.Close()
+		zone, err := o.fromWorkspace(b, &o.Flags)
 		if err != nil {
 			return err
 		}
 		if o.Flags.TZ == "" {
 			o.Flags.TZ = zone
+		}
+		o.SystemPrompt = func(ctx context.Context, f *shared.RenderFlags) (string, []messages.Section, []workspace.Diagnostic, error) {
+			return renderWith(ctx, b, f)
 		}
 	}
 	runtime, err := o.runtime()
@@ -194,9 +204,6 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 	}
 
 	render := o.SystemPrompt
-	if render == nil {
-		render = systemPromptFor
-	}
 	system, sections, diags, err := render(ctx, &o.Flags)
 	cmdutil.PrintDiagnostics(o.IO.ErrOut, diags)
 	if err != nil {
@@ -311,19 +318,13 @@ func warn(w io.Writer, r messages.Report) {
 	}
 }
 
-// systemPromptFor renders the workspace's system prompt with the render
-// flags, and names its top-level sections by their byte ranges.
-func systemPromptFor(ctx context.Context, f *shared.RenderFlags) (string, []messages.Section, []workspace.Diagnostic, error) {
+// renderWith renders with b the system prompt the flags describe, and names
+// its top-level sections by their byte ranges.
+func renderWith(ctx context.Context, b *prompt.Builder, f *shared.RenderFlags) (string, []messages.Section, []workspace.Diagnostic, error) {
 	o, err := f.Options()
 	if err != nil {
 		return "", nil, nil, err
 	}
-	ws, err := f.Workspace()
-	if err != nil {
-		return "", nil, nil, err
-	}
-	b := prompt.New(ws)
-	defer b.Close()
 	res, err := b.Render(ctx, o)
 	if res == nil {
 		return "", nil, nil, err

@@ -3,6 +3,7 @@ package messages
 import (
 	"github.com/loomctx/loom/cmd/loom/shared"
 	"github.com/loomctx/loom/messages"
+	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/tokens"
 	"github.com/loomctx/loom/workspace"
@@ -23,18 +24,17 @@ func (s skillSet) Expand(text string) (string, []messages.Expansion, error) {
 // fromWorkspace fills what the flags leave to loom.yaml: the skills that
 // /name and $name expand to, the token counter (the prompt's encoding), and
 // the time zone of the runtime block.
-func (o *MessagesOptions) fromWorkspace(f *shared.RenderFlags) (zone string, err error) {
-	ws, err := f.Workspace()
-	if err != nil {
-		return "", err
-	}
-	cfg, err := workspace.LoadConfig(ws)
+func (o *MessagesOptions) fromWorkspace(b *prompt.Builder, f *shared.RenderFlags) (zone string, err error) {
+	cfg, err := workspace.LoadConfig(b.Workspace())
 	if err != nil {
 		return "", err
 	}
 	if o.Skills == nil {
-		sopts, _ := skills.FromConfig(cfg)
-		o.Skills = skillSet{skills.New(ws, sopts).Load()}
+		set, err := b.Skills()
+		if err != nil {
+			return "", err
+		}
+		o.Skills = skillSet{set}
 	}
 	if o.Counter == nil {
 		enc, model := cfg.Encoding, cfg.Model

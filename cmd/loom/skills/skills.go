@@ -193,7 +193,7 @@ func ValidateRun(opts *Options) error {
 			warns++
 		}
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "%d skills, %d errors, %d warnings\n", len(set.Skills), errs, warns)
+	fmt.Fprintf(opts.IO.ErrOut, "%s, %s, %s\n", plural(len(set.Skills), "skill"), plural(errs, "error"), plural(warns, "warning"))
 	if errs > 0 {
 		return &cmdutil.SilentError{Code: 1}
 	}
@@ -205,4 +205,12 @@ func nonNil[T any](xs []T) []T {
 		return []T{}
 	}
 	return xs
+}
+
+// plural writes "1 skill" or "3 skills".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
