@@ -121,16 +121,25 @@ func (st *state) assistantMemory() md.Node {
 	)
 }
 
+// DefaultMemoryFileBudget caps memory/MEMORY.md when loom.yaml sets no
+// budget.sections.memory_file: a long-term memory file grows with every
+// consolidation, and nothing else keeps it from crowding out the prompt.
+const DefaultMemoryFileBudget = 2000
+
 // memoryFile is memory/MEMORY.md, cut at a line boundary when it is over its
 // own budget or when the prompt's budget needs the room.
 func (st *state) memoryFile(level int) md.Node {
 	if st.memoryText == nil {
 		return nil
 	}
+	limit := st.sectionCap("memory_file")
+	if limit == 0 {
+		limit = DefaultMemoryFileBudget
+	}
 	return md.Named("memory_file",
 		md.Title(level, md.Text("Long-term Memory")),
 		md.Text(strings.TrimRight(st.memoryText.Text, "\n")),
-	).Prio(prioMemoryFile).Truncate(st.sectionCap("memory_file")).From(st.memoryText.Path)
+	).Prio(prioMemoryFile).Truncate(limit).From(st.memoryText.Path)
 }
 
 func (st *state) activeSkills() md.Node {

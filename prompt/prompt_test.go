@@ -2,6 +2,7 @@ package prompt_test
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"os"
 	"path/filepath"
@@ -532,4 +533,25 @@ func TestWatchedWorkspaceRender(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+func TestLongMemoryFileIsCutToItsOwnBudget(t *testing.T) {
+	var lines []string
+	for i := range 600 {
+		lines = append(lines, fmt.Sprintf("- fact %d: the user mentioned something worth keeping about project %d.", i, i))
+	}
+	dir := write(t, map[string]string{"AGENTS.md": "Be terse.\n", "memory/MEMORY.md": strings.Join(lines, "\n") + "\n"})
+	res := render(t, dir, prompt.Options{})
+	if !strings.Contains(res.Prompt, "- fact 0:") || strings.Contains(res.Prompt, "- fact 599:") || !strings.Contains(res.Prompt, "cut from memory/MEMORY.md]") {
+		t.Error("MEMORY.md was not cut at its own budget with a marker")
+	}
+	for _, e := range res.Report.Sections {
+		if e.Name == "memory_file" {
+			if e.Status != md.Truncated || e.Tokens > prompt.DefaultMemoryFileBudget {
+				t.Errorf("report %+v", e)
+			}
+			return
+		}
+	}
+	t.Error("no report entry for memory_file")
 }
