@@ -402,7 +402,6 @@ func (x *XMLElement) render(r *renderer, buf []byte) []byte {
 	if x == nil {
 		return buf
 	}
-	start := len(buf)
 	buf = append(buf, '<')
 	buf = append(buf, x.Tag...)
 	for _, a := range x.Attrs {
@@ -435,7 +434,6 @@ func (x *XMLElement) render(r *renderer, buf []byte) []byte {
 	buf = append(buf, "</"...)
 	buf = append(buf, x.Tag...)
 	buf = append(buf, '>')
-	_ = start
 	return buf
 }
 

@@ -15,7 +15,6 @@ package prompt
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -235,5 +234,3 @@ func runtimeOf(opts Options) (goos, goarch string) {
 func hasTool(tools []string, name string) bool {
 	return tools == nil || slices.Contains(tools, name)
 }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

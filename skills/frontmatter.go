@@ -253,6 +253,19 @@ func parseYAML(src string) (f *ast.File, err error) {
 	return f, nil
 }
 
+// expandedSizes adds up expandedSize over nodes, stopping once past the
+// limit.
+func expandedSizes[N ast.Node](nodes []N, anchors map[string]int, depth int) int {
+	total := 0
+	for _, v := range nodes {
+		total += expandedSize(v, anchors, depth)
+		if total > maxExpandedNodes {
+			break
+		}
+	}
+	return total
+}
+
 // expandedSize counts the values n stands for once aliases are expanded. It
 // stops counting once past the limit, so a bomb costs little to detect.
 func expandedSize(n ast.Node, anchors map[string]int, depth int) int {
@@ -263,27 +276,13 @@ func expandedSize(n ast.Node, anchors map[string]int, depth int) int {
 	case *ast.DocumentNode:
 		return expandedSize(n.Body, anchors, depth+1)
 	case *ast.MappingNode:
-		total := 1
-		for _, v := range n.Values {
-			total += expandedSize(v, anchors, depth+1)
-			if total > maxExpandedNodes {
-				return total
-			}
-		}
-		return total
+		return 1 + expandedSizes(n.Values, anchors, depth+1)
 	case *ast.MappingValueNode:
 		return 1 + expandedSize(n.Key, anchors, depth+1) + expandedSize(n.Value, anchors, depth+1)
 	case *ast.MappingKeyNode:
 		return 1 + expandedSize(n.Value, anchors, depth+1)
 	case *ast.SequenceNode:
-		total := 1
-		for _, v := range n.Values {
-			total += expandedSize(v, anchors, depth+1)
-			if total > maxExpandedNodes {
-				return total
-			}
-		}
-		return total
+		return 1 + expandedSizes(n.Values, anchors, depth+1)
 	case *ast.TagNode:
 		return 1 + expandedSize(n.Value, anchors, depth+1)
 	case *ast.AnchorNode:

@@ -53,37 +53,40 @@ func setup(t *testing.T) (root, outside string) {
 	return root, outside
 }
 
+// doorCases are the door's rules on the tree setup makes: what each path
+// reads as, or the error that refuses it. TestWatchedDoor runs them too.
+var doorCases = []struct {
+	rel  string
+	want string
+	err  error
+}{
+	{"a.md", "hello\n", nil},
+	{"./sub/../a.md", "hello\n", nil},
+	{"sub/b.md", "b\n", nil},
+	{"..notes.md", "dotdot child\n", nil},
+	{"inside-link.md", "hello\n", nil},
+	{"crlf.md", "one\ntwo\n", nil},
+	{"bad.md", "ok \uFFFD end", nil},
+	{"link.md", "", workspace.ErrOutside},
+	{"linkdir/inner.md", "", workspace.ErrOutside},
+	{"../outside/secret.md", "", workspace.ErrOutside},
+	{"sub/../../outside/secret.md", "", workspace.ErrOutside},
+	{"/etc/passwd", "", workspace.ErrOutside},
+	{"loop1", "", workspace.ErrLoop},
+	{"fifo", "", workspace.ErrNotRegular},
+	{"sub", "", workspace.ErrNotRegular},
+	{"bin.md", "", workspace.ErrBinary},
+	{"big.md", "", workspace.ErrTooLarge},
+	{"missing.md", "", fs.ErrNotExist},
+}
+
 func TestDoor(t *testing.T) {
 	root, _ := setup(t)
 	ws, err := workspace.Open(root, workspace.WithMaxFileSize(1024))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		rel  string
-		want string
-		err  error
-	}{
-		{"a.md", "hello\n", nil},
-		{"./sub/../a.md", "hello\n", nil},
-		{"sub/b.md", "b\n", nil},
-		{"..notes.md", "dotdot child\n", nil},
-		{"inside-link.md", "hello\n", nil},
-		{"crlf.md", "one\ntwo\n", nil},
-		{"bad.md", "ok \uFFFD end", nil},
-		{"link.md", "", workspace.ErrOutside},
-		{"linkdir/inner.md", "", workspace.ErrOutside},
-		{"../outside/secret.md", "", workspace.ErrOutside},
-		{"sub/../../outside/secret.md", "", workspace.ErrOutside},
-		{"/etc/passwd", "", workspace.ErrOutside},
-		{"loop1", "", workspace.ErrLoop},
-		{"fifo", "", workspace.ErrNotRegular},
-		{"sub", "", workspace.ErrNotRegular},
-		{"bin.md", "", workspace.ErrBinary},
-		{"big.md", "", workspace.ErrTooLarge},
-		{"missing.md", "", fs.ErrNotExist},
-	}
-	for _, c := range cases {
+	for _, c := range doorCases {
 		t.Run(c.rel, func(t *testing.T) {
 			f, err := ws.Load(c.rel)
 			if c.err != nil {
