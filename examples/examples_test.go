@@ -13,6 +13,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/starter"
 	"github.com/loomctx/loom/workspace"
 )
@@ -106,20 +107,11 @@ func TestWellFormed(t *testing.T) {
 	}
 }
 
-// config is the part of loom.yaml the examples set.
-type config struct {
-	Name        string `yaml:"name"`
-	Description string `yaml:"description"`
-	Emoji       string `yaml:"emoji"`
-	Preset      string `yaml:"preset"`
-	Timezone    string `yaml:"timezone"`
-}
-
 func TestConfig(t *testing.T) {
 	for _, name := range Names() {
-		var c config
-		if err := yaml.UnmarshalWithOptions([]byte(read(t, mustFS(t, name), "loom.yaml")), &c, yaml.Strict()); err != nil {
-			t.Errorf("%s/loom.yaml: %v", name, err)
+		c, err := config.Parse(name+"/loom.yaml", []byte(read(t, mustFS(t, name), "loom.yaml")))
+		if err != nil {
+			t.Errorf("%v", err)
 			continue
 		}
 		if c.Preset != name {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
 )
@@ -13,13 +14,13 @@ import (
 func TestLoadConfig(t *testing.T) {
 	for _, name := range Names() {
 		ws := workspace.OpenFS(mustFS(t, name))
-		cfg, err := workspace.LoadConfig(ws)
+		cfg, err := config.Load(ws)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if cfg.Preset != name || workspace.DetectPreset(ws) != name {
-			t.Errorf("%s: preset %q, detected %q", name, cfg.Preset, workspace.DetectPreset(ws))
+		if cfg.Preset != name || config.DetectPreset(ws) != name {
+			t.Errorf("%s: preset %q, detected %q", name, cfg.Preset, config.DetectPreset(ws))
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt/dialects"
@@ -35,7 +36,7 @@ const (
 // state is everything one render needs, gathered from the workspace.
 type state struct {
 	ws       *workspace.Workspace
-	cfg      *workspace.Config
+	cfg      *config.Config
 	opts     Options
 	preset   string
 	encoding string
@@ -57,7 +58,7 @@ type state struct {
 
 func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 	ws := b.ws
-	cfg, err := workspace.LoadConfig(ws)
+	cfg, err := config.Load(ws)
 	if err != nil {
 		return nil, err
 	}
@@ -140,14 +141,14 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 // Skills returns the workspace's skills as the prompt sees them, from the
 // builder's cache, for a caller that also expands /name references.
 func (b *Builder) Skills() (*skills.Set, error) {
-	cfg, err := workspace.LoadConfig(b.ws)
+	cfg, err := config.Load(b.ws)
 	if err != nil {
 		return nil, err
 	}
 	return b.loadSkills(cfg), nil
 }
 
-func (b *Builder) loadSkills(cfg *workspace.Config) *skills.Set {
+func (b *Builder) loadSkills(cfg *config.Config) *skills.Set {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	opts, _ := skills.FromConfig(cfg)
@@ -217,7 +218,7 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 		budget = st.opts.MemoryBudget
 	}
 	if budget <= 0 {
-		budget = workspace.DefaultMemoryBudget
+		budget = config.DefaultMemoryBudget
 	}
 	var sel memory.SelectOptions
 	if st.opts.ChatID != "" && st.cfg.Memory.ExcludesCurrentChat() {

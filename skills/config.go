@@ -1,12 +1,12 @@
 package skills
 
 import (
-	"github.com/loomctx/loom/workspace"
+	"github.com/loomctx/loom/config"
 )
 
 // FromConfig returns the loader and watcher options loom.yaml's skills
 // section asks for. An explicit `debounce: 0` means "reload at once".
-func FromConfig(c *workspace.Config) (Options, WatchOptions) {
+func FromConfig(c *config.Config) (Options, WatchOptions) {
 	o := Options{Paths: append([]string(nil), c.Skills.Paths...), AbsolutePaths: c.Skills.UsesAbsolutePaths()}
 	w := WatchOptions{Debounce: c.Skills.Debounce.Std()}
 	if w.Debounce == 0 {

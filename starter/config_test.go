@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loomctx/loom/workspace"
+	"github.com/loomctx/loom/config"
 )
 
 // commentedKey matches a commented-out YAML key line such as "# name: Wren"
@@ -23,7 +23,7 @@ func TestLoomYAMLParses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := workspace.ParseConfig(preset+"/loom.yaml", b)
+		cfg, err := config.Parse(preset+"/loom.yaml", b)
 		if err != nil {
 			t.Errorf("as written: %v", err)
 		} else if cfg.Preset != preset {
@@ -42,7 +42,7 @@ func TestLoomYAMLParses(t *testing.T) {
 			t.Errorf("%s/loom.yaml: only %d commented keys found; the pattern is stale", preset, on)
 		}
 		full := strings.Join(lines, "\n")
-		cfg, err = workspace.ParseConfig(preset+"/loom.yaml", []byte(full))
+		cfg, err = config.Parse(preset+"/loom.yaml", []byte(full))
 		if err != nil {
 			t.Errorf("uncommented: %v\n%s", err, full)
 			continue

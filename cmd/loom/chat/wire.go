@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/loomctx/loom/cmd/loom/render"
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
@@ -58,7 +59,7 @@ func (o *ChatOptions) wireDefaults() (func(), error) {
 		}
 	}
 	if o.Skill == nil {
-		cfg, err := workspace.LoadConfig(ws)
+		cfg, err := config.Load(ws)
 		if err != nil {
 			return closeFn, err
 		}
@@ -83,7 +84,7 @@ func configFromWorkspace(dir string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	wc, err := workspace.LoadConfig(ws)
+	wc, err := config.Load(ws)
 	if err != nil {
 		return Config{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/tokens"
@@ -66,7 +67,7 @@ func consolidateRun(ctx context.Context, opts *ConsolidateOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := workspace.LoadConfig(ws)
+	cfg, err := config.Load(ws)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/workspace"
 )
@@ -159,7 +160,7 @@ func load(dir string) (*workspaceMemory, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := workspace.LoadConfig(ws)
+	cfg, err := config.Load(ws)
 	if err != nil {
 		return nil, err
 	}

@@ -2,11 +2,11 @@ package messages
 
 import (
 	"github.com/loomctx/loom/cmd/loom/shared"
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/tokens"
-	"github.com/loomctx/loom/workspace"
 )
 
 // skillSet adapts a loaded skill set to the messages package's expander.
@@ -25,7 +25,7 @@ func (s skillSet) Expand(text string) (string, []messages.Expansion, error) {
 // /name and $name expand to, the token counter (the prompt's encoding), and
 // the time zone of the runtime block.
 func (o *MessagesOptions) fromWorkspace(b *prompt.Builder, f *shared.RenderFlags) (zone string, err error) {
-	cfg, err := workspace.LoadConfig(b.Workspace())
+	cfg, err := config.Load(b.Workspace())
 	if err != nil {
 		return "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/config"
 	lskills "github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
 )
@@ -71,7 +72,7 @@ func load(opts *Options) (*lskills.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := workspace.LoadConfig(ws)
+	cfg, err := config.Load(ws)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/cmd/loom/shared"
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/prompt"
 	lskills "github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
@@ -76,7 +77,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := workspace.LoadConfig(ws)
+	cfg, err := config.Load(ws)
 	if err != nil {
 		return err
 	}

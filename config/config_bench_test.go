@@ -1,6 +1,7 @@
-package workspace
+package config
 
 import (
+	"github.com/loomctx/loom/workspace"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,15 +13,15 @@ func BenchmarkLoadConfig(b *testing.B) {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, ConfigFile), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, FileName), data, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	ws, err := Open(dir)
+	ws, err := workspace.Open(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := LoadConfig(ws); err != nil {
+		if _, err := Load(ws); err != nil {
 			b.Fatal(err)
 		}
 	}

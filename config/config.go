@@ -1,4 +1,6 @@
-package workspace
+// Package config holds loom.yaml: its schema, its defaults and its
+// validation. Each subsystem reads its own section of [Config].
+package config
 
 import (
 	"errors"
@@ -17,10 +19,12 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/loomctx/loom/workspace"
 )
 
-// ConfigFile is where a workspace keeps its configuration.
-const ConfigFile = "loom.yaml"
+// FileName is where a workspace keeps its configuration.
+const FileName = "loom.yaml"
 
 // The presets loom can render.
 const (
@@ -37,7 +41,7 @@ type Config struct {
 	Description string `yaml:"description"`
 	Emoji       string `yaml:"emoji"`
 
-	// Preset is "assistant" or "analyst". LoadConfig always fills it: from
+	// Preset is "assistant" or "analyst". Load always fills it: from
 	// loom.yaml when given there, otherwise from [DetectPreset].
 	Preset string `yaml:"preset"`
 
@@ -208,7 +212,7 @@ type nodeError struct {
 
 func (e *nodeError) Error() string { return e.msg }
 
-// Defaults that [DefaultConfig] fills in and [LoadConfig] keeps for keys
+// Defaults that [Default] fills in and [Load] keeps for keys
 // loom.yaml does not set.
 const (
 	DefaultMemoryBudget    = 1000
@@ -217,11 +221,11 @@ const (
 	DefaultRuntimePosition = "after" // after the user text: the issue's default, and nanobot's latest
 )
 
-// DefaultConfig is the configuration of a workspace without loom.yaml,
+// Default is the configuration of a workspace without loom.yaml,
 // before its preset is detected.
-func DefaultConfig() *Config {
+func Default() *Config {
 	return &Config{
-		MaxFileSize: DefaultMaxFileSize,
+		MaxFileSize: workspace.DefaultMaxFileSize,
 		Runtime:     Runtime{Placement: DefaultRuntimePosition},
 		Skills:      SkillsConfig{Debounce: Duration(DefaultSkillsDebounce)},
 		Memory:      MemoryConfig{Budget: DefaultMemoryBudget},
@@ -229,35 +233,35 @@ func DefaultConfig() *Config {
 	}
 }
 
-// ConfigError is a problem in loom.yaml. Its message is one line:
+// Error is a problem in loom.yaml. Its message is one line:
 // "loom.yaml:7: unknown field \"budgt\"".
-type ConfigError struct {
+type Error struct {
 	File string // workspace-relative
 	Line int    // 0 when unknown
 	Msg  string
 }
 
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
 	return e.File + ": " + e.Msg
 }
 
-// LoadConfig reads loom.yaml from ws. A missing file gives the defaults and
+// Load reads loom.yaml from ws. A missing file gives the defaults and
 // no error. While loom.yaml is unchanged the parse is reused, so the slices
 // and maps of the result are shared: treat them as read-only. Unknown keys, wrong types and invalid values are a
-// *ConfigError naming the line. The preset is detected when the file does
+// *Error naming the line. The preset is detected when the file does
 // not name one.
-func LoadConfig(ws *Workspace) (*Config, error) {
-	f, err := ws.Load(ConfigFile)
+func Load(ws *workspace.Workspace) (*Config, error) {
+	f, err := ws.Load(FileName)
 	if errors.Is(err, fs.ErrNotExist) {
-		cfg := DefaultConfig()
+		cfg := Default()
 		cfg.Preset = DetectPreset(ws)
 		return cfg, nil
 	}
 	if err != nil {
-		return nil, &ConfigError{File: ConfigFile, Msg: RefusalMessage(err)}
+		return nil, &Error{File: FileName, Msg: workspace.RefusalMessage(err)}
 	}
 	parsed, err := parseCached(f)
 	if err != nil {
@@ -274,7 +278,7 @@ func LoadConfig(ws *Workspace) (*Config, error) {
 // pointer while the file is unchanged, so a warm render parses nothing.
 var configCache struct {
 	sync.Mutex
-	m map[*File]configResult
+	m map[*workspace.File]configResult
 }
 
 type configResult struct {
@@ -282,17 +286,17 @@ type configResult struct {
 	err error
 }
 
-func parseCached(f *File) (*Config, error) {
+func parseCached(f *workspace.File) (*Config, error) {
 	configCache.Lock()
 	r, ok := configCache.m[f]
 	configCache.Unlock()
 	if ok {
 		return r.cfg, r.err
 	}
-	cfg, err := ParseConfig(f.Path, []byte(f.Text))
+	cfg, err := Parse(f.Path, []byte(f.Text))
 	configCache.Lock()
 	if configCache.m == nil || len(configCache.m) >= 64 { // stale versions pile up; start over
-		configCache.m = map[*File]configResult{}
+		configCache.m = map[*workspace.File]configResult{}
 	}
 	configCache.m[f] = configResult{cfg, err}
 	configCache.Unlock()
@@ -302,18 +306,18 @@ func parseCached(f *File) (*Config, error) {
 // DetectPreset chooses the preset of a workspace whose loom.yaml names
 // none: "analyst" when it has a databases/ or agent/ folder or a RULES.md
 // (the marks of a nao project), otherwise "assistant".
-func DetectPreset(ws *Workspace) string {
+func DetectPreset(ws *workspace.Workspace) string {
 	if ws.IsDir("databases") || ws.IsDir("agent") || ws.Exists("RULES.md") {
 		return PresetAnalyst
 	}
 	return PresetAssistant
 }
 
-// ParseConfig decodes and checks the text of a loom.yaml; name is used in
+// Parse decodes and checks the text of a loom.yaml; name is used in
 // error messages. Keys it does not set keep their defaults, and Preset
 // stays "" when not given.
-func ParseConfig(name string, data []byte) (*Config, error) {
-	cfg := DefaultConfig()
+func Parse(name string, data []byte) (*Config, error) {
+	cfg := Default()
 	cfg.File = name
 	cfg.lines, cfg.values = map[string]int{}, map[string]ast.Node{}
 	file, err := parser.ParseBytes(data, 0)
@@ -326,7 +330,7 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 			continue
 		}
 		if body != nil {
-			return nil, &ConfigError{File: name, Line: line(doc.Body), Msg: "more than one YAML document"}
+			return nil, &Error{File: name, Line: line(doc.Body), Msg: "more than one YAML document"}
 		}
 		body = doc.Body
 	}
@@ -338,7 +342,7 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	switch unwrap(body).(type) {
 	case *ast.MappingNode, *ast.MappingValueNode:
 	default:
-		return nil, &ConfigError{File: name, Line: line(body), Msg: fmt.Sprintf("expected a mapping of settings, got %s", describe(body))}
+		return nil, &Error{File: name, Line: line(body), Msg: fmt.Sprintf("expected a mapping of settings, got %s", describe(body))}
 	}
 	var raw Config
 	if err := yaml.NodeToValue(body, &raw, yaml.Strict()); err != nil {
@@ -402,7 +406,7 @@ func (c *Config) validate() error {
 	var err error
 	fail := func(key, format string, args ...any) {
 		if err == nil {
-			err = &ConfigError{File: c.File, Line: c.lineNear(key), Msg: key + ": " + fmt.Sprintf(format, args...)}
+			err = &Error{File: c.File, Line: c.lineNear(key), Msg: key + ": " + fmt.Sprintf(format, args...)}
 		}
 	}
 	oneOf := func(key, val string, allowed ...string) {
@@ -530,7 +534,7 @@ func (l LLMConfig) ConsolidationEnabled() bool {
 	return l.Provider != ""
 }
 
-// yamlError turns a go-yaml error into a one-line *ConfigError. The library's
+// yamlError turns a go-yaml error into a one-line *Error. The library's
 // own rendering spans several lines and quotes the source; loom reports
 // "file:line: message" like a compiler.
 func yamlError(name string, err error, owners map[*token.Token]string, lines map[string]int) error {
@@ -559,7 +563,7 @@ func yamlError(name string, err error, owners map[*token.Token]string, lines map
 			msg = fmt.Sprintf("key %q is set twice", tk.Value)
 		}
 	default:
-		return &ConfigError{File: name, Msg: err.Error()}
+		return &Error{File: name, Msg: err.Error()}
 	}
 	ln := 0
 	if tk != nil {
@@ -572,7 +576,7 @@ func yamlError(name string, err error, owners map[*token.Token]string, lines map
 		}
 	}
 	msg = strings.Join(strings.Fields(msg), " ") // one line, whatever the library wrote
-	return &ConfigError{File: name, Line: ln, Msg: msg}
+	return &Error{File: name, Line: ln, Msg: msg}
 }
 
 func nodeTypeName(t ast.NodeType) string {
@@ -616,7 +620,7 @@ func kindName(t string) string {
 		return "a number"
 	case strings.HasPrefix(t, "[]"):
 		return "a list"
-	case strings.HasPrefix(t, "map["), strings.HasPrefix(t, "workspace."):
+	case strings.HasPrefix(t, "map["), strings.HasPrefix(t, "config."):
 		return "a mapping"
 	}
 	return t
@@ -709,3 +713,7 @@ func sortedKeys(m map[string]int) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// cleanRel is p as a clean slash path, for the checks on paths that
+// loom.yaml names.
+func cleanRel(p string) string { return path.Clean(p) }

@@ -1,7 +1,8 @@
-package workspace
+package config
 
 import (
 	"errors"
+	"github.com/loomctx/loom/workspace"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,7 +13,7 @@ import (
 
 func parse(t *testing.T, text string) (*Config, error) {
 	t.Helper()
-	return ParseConfig("loom.yaml", []byte(text))
+	return Parse("loom.yaml", []byte(text))
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -58,9 +59,9 @@ func TestConfigErrors(t *testing.T) {
 			if err.Error() != tt.want {
 				t.Errorf("error\n got: %s\nwant: %s", err, tt.want)
 			}
-			var ce *ConfigError
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Errorf("error is %T, want *ConfigError", err)
+				t.Errorf("error is %T, want *Error", err)
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error spans several lines: %q", err)
@@ -95,7 +96,7 @@ func TestConfigEmpty(t *testing.T) {
 
 func assertDefaults(t *testing.T, c *Config) {
 	t.Helper()
-	if c.MaxFileSize != DefaultMaxFileSize || c.Memory.Budget != 1000 || c.Skills.Debounce.Std() != 300*time.Millisecond ||
+	if c.MaxFileSize != workspace.DefaultMaxFileSize || c.Memory.Budget != 1000 || c.Skills.Debounce.Std() != 300*time.Millisecond ||
 		c.LLM.Timeout.Std() != time.Minute || c.Runtime.Placement != "after" || c.Budget.Total != 0 {
 		t.Errorf("defaults not kept: %+v", c)
 	}
@@ -133,7 +134,7 @@ func TestConfigFullExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ParseConfig("loom.yaml", data)
+	got, err := Parse("loom.yaml", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,11 +185,11 @@ func TestConfigFullExample(t *testing.T) {
 
 func TestLoadConfigThroughWorkspace(t *testing.T) {
 	dir := t.TempDir()
-	ws, err := Open(dir)
+	ws, err := workspace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadConfig(ws)
+	c, err := Load(ws)
 	if err != nil {
 		t.Fatalf("missing loom.yaml: %v", err)
 	}
@@ -208,7 +209,7 @@ func TestLoadConfigThroughWorkspace(t *testing.T) {
 	}
 	write("RULES.md", "rules\n")
 	write("loom.yaml", "\xEF\xBB\xBFname: Ledger\r\n")
-	c, err = LoadConfig(ws)
+	c, err = Load(ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,15 +217,15 @@ func TestLoadConfigThroughWorkspace(t *testing.T) {
 		t.Errorf("got name %q preset %q file %q", c.Name, c.Preset, c.File)
 	}
 	write("loom.yaml", "name: Ledger\npreset: assistant\n")
-	if c, err = LoadConfig(ws); err != nil || c.Preset != PresetAssistant {
+	if c, err = Load(ws); err != nil || c.Preset != PresetAssistant {
 		t.Errorf("explicit preset: %v, %v", c, err)
 	}
 	write("loom.yaml", "name: Ledger\nbudgt: 1\n")
-	if _, err = LoadConfig(ws); err == nil || err.Error() != `loom.yaml:2: unknown field "budgt"` {
+	if _, err = Load(ws); err == nil || err.Error() != `loom.yaml:2: unknown field "budgt"` {
 		t.Errorf("got %v", err)
 	}
 	write("loom.yaml", "name: \x00\n")
-	if _, err = LoadConfig(ws); err == nil || err.Error() != "loom.yaml: binary file (contains a NUL byte)" {
+	if _, err = Load(ws); err == nil || err.Error() != "loom.yaml: binary file (contains a NUL byte)" {
 		t.Errorf("binary loom.yaml: got %v", err)
 	}
 }
@@ -238,11 +239,11 @@ func TestLoadConfigOutside(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, "loom.yaml")); err != nil {
 		t.Skip("no symlinks:", err)
 	}
-	ws, err := Open(dir)
+	ws, err := workspace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = LoadConfig(ws)
+	_, err = Load(ws)
 	if err == nil || !strings.HasPrefix(err.Error(), "loom.yaml: resolves outside the workspace") {
 		t.Errorf("got %v", err)
 	}
@@ -254,7 +255,7 @@ func TestDetectPreset(t *testing.T) {
 		if err := os.Mkdir(filepath.Join(dir, mark), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		ws, _ := Open(dir)
+		ws, _ := workspace.Open(dir)
 		if got := DetectPreset(ws); got != PresetAnalyst {
 			t.Errorf("%s/: got %s", mark, got)
 		}
@@ -264,7 +265,7 @@ func TestDetectPreset(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "databases"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ws, _ := Open(dir)
+	ws, _ := workspace.Open(dir)
 	if got := DetectPreset(ws); got != PresetAssistant {
 		t.Errorf("file databases: got %s", got)
 	}
@@ -282,11 +283,11 @@ func TestConfigSampleWorkspaces(t *testing.T) {
 		{"nao/getnao-example", PresetAnalyst},
 		{"nao/nao_demo-example", PresetAnalyst},
 	} {
-		ws, err := Open(filepath.Join(root, tt.dir))
+		ws, err := workspace.Open(filepath.Join(root, tt.dir))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := LoadConfig(ws)
+		c, err := Load(ws)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.dir, err)
 		}
@@ -303,7 +304,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add("budget: {total: 1}\n")
 	f.Add("a: [")
 	f.Fuzz(func(t *testing.T, text string) {
-		c, err := ParseConfig("loom.yaml", []byte(text))
+		c, err := Parse("loom.yaml", []byte(text))
 		if err == nil && c == nil {
 			t.Fatal("nil config without an error")
 		}
@@ -314,7 +315,7 @@ func FuzzParseConfig(f *testing.F) {
 }
 
 func TestAbsoluteSkillsPathIsAllowed(t *testing.T) {
-	c, err := ParseConfig("loom.yaml", []byte("skills:\n  paths: [/opt/team-skills, extra]\n"))
+	c, err := Parse("loom.yaml", []byte("skills:\n  paths: [/opt/team-skills, extra]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
