@@ -8,6 +8,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/loomctx/loom/messages"
 )
 
 // anthropicClient speaks the Anthropic Messages API through its SDK, with
@@ -73,7 +74,7 @@ func (a *anthropicClient) params(req Request) anthropic.MessageNewParams {
 // anthropicMessages converts OpenAI-shaped messages: tool results become
 // tool_result blocks in a user turn, and consecutive turns of one role are
 // merged because the API wants the roles to alternate.
-func anthropicMessages(ms []Message) []anthropic.MessageParam {
+func anthropicMessages(ms []messages.Message) []anthropic.MessageParam {
 	type turn struct {
 		assistant bool
 		blocks    []anthropic.ContentBlockParamUnion
@@ -90,21 +91,22 @@ func anthropicMessages(ms []Message) []anthropic.MessageParam {
 		turns = append(turns, turn{assistant: assistant, blocks: blocks})
 	}
 	for _, m := range ms {
+		text := m.Content.String()
 		switch m.Role {
-		case RoleAssistant:
+		case messages.RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
-			if m.Content != "" {
-				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+			if text != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(text))
 			}
 			for _, tc := range m.ToolCalls {
-				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, rawArgs(tc.Arguments), tc.Name))
+				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, rawArgs(tc.Function.Arguments), tc.Function.Name))
 			}
 			add(true, blocks...)
-		case RoleTool:
-			add(false, anthropic.NewToolResultBlock(m.ToolCallID, m.Content, false))
+		case messages.RoleTool:
+			add(false, anthropic.NewToolResultBlock(m.ToolCallID, text, false))
 		default: // user; a stray system message is sent as user text
-			if m.Content != "" {
-				add(false, anthropic.NewTextBlock(m.Content))
+			if text != "" {
+				add(false, anthropic.NewTextBlock(text))
 			}
 		}
 	}
@@ -143,7 +145,7 @@ func anthropicResponse(m *anthropic.Message) Response {
 			if args == "" {
 				args = "{}"
 			}
-			out.ToolCalls = append(out.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+			out.ToolCalls = append(out.ToolCalls, messages.NewToolCall(b.ID, b.Name, args))
 		}
 	}
 	out.Content = text.String()

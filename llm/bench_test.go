@@ -6,6 +6,7 @@ import (
 
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/llmtest"
+	"github.com/loomctx/loom/messages"
 )
 
 // BenchmarkStreamRoundTrip is one streamed turn against the local fake:
@@ -18,7 +19,7 @@ func BenchmarkStreamRoundTrip(b *testing.B) {
 				return llmtest.Reply{Text: "A reply of a dozen words or so, streamed one word at a time.", NoUsage: true}
 			}
 			c, _ := llm.New(s.Config(nil))
-			req := llm.Request{System: "be brief", Messages: []llm.Message{{Role: "user", Content: "hi"}}}
+			req := llm.Request{System: "be brief", Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}}
 			for b.Loop() {
 				if _, err := c.Stream(context.Background(), req, func(string) {}); err != nil {
 					b.Fatal(err)

@@ -8,33 +8,9 @@ package llm
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/loomctx/loom/messages"
 )
-
-// Roles of a Message.
-const (
-	RoleSystem    = "system"
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleTool      = "tool"
-)
-
-// Message is one entry of a conversation in the OpenAI chat shape, which is
-// also how loom stores sessions.
-type Message struct {
-	Role       string     `json:"role"`
-	Content    string     `json:"content"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-	Name       string     `json:"name,omitempty"`
-}
-
-// ToolCall is a function call the model asked for. Arguments is the raw JSON
-// text the model produced; it may be malformed.
-type ToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
 
 // Tool describes a function the model may call. Parameters is a JSON schema
 // of type object.
@@ -75,11 +51,12 @@ type JSONSchema struct {
 }
 
 // Request is one model call. System is sent as the system prompt; Messages
-// should not contain a system message.
+// should not contain a system message (one that does is sent as it is, after
+// System).
 type Request struct {
 	Model       string // overrides Config.Model when set
 	System      string
-	Messages    []Message
+	Messages    []messages.Message
 	Tools       []Tool
 	ToolChoice  ToolChoice
 	JSONSchema  *JSONSchema
@@ -112,7 +89,7 @@ func (u Usage) Add(v Usage) Usage {
 // Response is the model's reply.
 type Response struct {
 	Content      string
-	ToolCalls    []ToolCall
+	ToolCalls    []messages.ToolCall
 	FinishReason string
 	Model        string
 	Usage        Usage
@@ -136,4 +113,9 @@ func rawArgs(s string) json.RawMessage {
 		return json.RawMessage(s)
 	}
 	return json.RawMessage("{}")
+}
+
+// Message returns the reply as an assistant message, for history.
+func (r Response) Message() messages.Message {
+	return messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(r.Content), ToolCalls: r.ToolCalls}
 }

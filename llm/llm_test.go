@@ -12,6 +12,7 @@ import (
 
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/llmtest"
+	"github.com/loomctx/loom/messages"
 )
 
 func newClient(t *testing.T, s *llmtest.Server, sleeps *[]time.Duration) llm.Client {
@@ -48,16 +49,16 @@ var saveTool = llm.Tool{
 
 func TestOpenAICompleteRequest(t *testing.T) {
 	s := llmtest.New(t, llmtest.OpenAI)
-	s.Push(llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "save", Arguments: `{"x":"1"}`}}})
+	s.Push(llmtest.Reply{ToolCalls: []messages.ToolCall{messages.NewToolCall("c1", "save", `{"x":"1"}`)}})
 	c := newClient(t, s, nil)
 	temp := 0.0
 	res, err := c.Complete(context.Background(), llm.Request{
 		System: "be brief",
-		Messages: []llm.Message{
-			{Role: "user", Content: "hi"},
-			{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "t1", Name: "save", Arguments: `{"x":"0"}`}}},
-			{Role: "tool", ToolCallID: "t1", Content: "done"},
-			{Role: "user", Content: "again"},
+		Messages: []messages.Message{
+			{Role: "user", Content: messages.TextContent("hi")},
+			{Role: "assistant", ToolCalls: []messages.ToolCall{messages.NewToolCall("t1", "save", `{"x":"0"}`)}},
+			{Role: "tool", ToolCallID: "t1", Content: messages.TextContent("done")},
+			{Role: "user", Content: messages.TextContent("again")},
 		},
 		Tools:       []llm.Tool{saveTool},
 		ToolChoice:  llm.ForceTool("save"),
@@ -67,7 +68,7 @@ func TestOpenAICompleteRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.ToolCalls) != 1 || res.ToolCalls[0] != (llm.ToolCall{ID: "c1", Name: "save", Arguments: `{"x":"1"}`}) {
+	if len(res.ToolCalls) != 1 || res.ToolCalls[0] != messages.NewToolCall("c1", "save", `{"x":"1"}`) {
 		t.Errorf("tool calls = %+v", res.ToolCalls)
 	}
 	if res.FinishReason != "tool_calls" || !res.Usage.CacheReported || res.Usage.InputTokens == 0 {
@@ -104,7 +105,7 @@ func TestOpenAIJSONSchemaAndChoiceModes(t *testing.T) {
 	schema := map[string]any{"type": "object"}
 	for _, mode := range []llm.ToolChoiceMode{llm.ToolChoiceAuto, llm.ToolChoiceNone} {
 		if _, err := c.Complete(context.Background(), llm.Request{
-			Messages: []llm.Message{{Role: "user", Content: "x"}}, Tools: []llm.Tool{saveTool},
+			Messages: []messages.Message{{Role: "user", Content: messages.TextContent("x")}}, Tools: []llm.Tool{saveTool},
 			ToolChoice: llm.ToolChoice{Mode: mode}, JSONSchema: &llm.JSONSchema{Name: "out", Schema: schema, Strict: true},
 		}); err != nil {
 			t.Fatal(err)
@@ -127,7 +128,7 @@ func TestOpenAIStream(t *testing.T) {
 	s.Push(llmtest.Reply{Text: "Hello there, friend."})
 	c := newClient(t, s, nil)
 	var deltas []string
-	res, err := c.Stream(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}},
+	res, err := c.Stream(context.Background(), llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}},
 		func(d string) { deltas = append(deltas, d) })
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +162,7 @@ func TestStreamCut(t *testing.T) {
 			s.Push(llmtest.Reply{Text: "one two three four", CutAfter: cut})
 			c := newClient(t, s, nil)
 			var got strings.Builder
-			res, err := c.Stream(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}},
+			res, err := c.Stream(context.Background(), llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}},
 				func(d string) { got.WriteString(d) })
 			if !errors.Is(err, llm.ErrStreamCut) {
 				t.Fatalf("err = %v, want a cut stream", err)
@@ -182,7 +183,7 @@ func TestStreamCutBeforeTextIsRetried(t *testing.T) {
 	s.Push(llmtest.Reply{Text: "lost", CutAfter: 1}, llmtest.Reply{Text: "whole reply"})
 	c := newClient(t, s, nil)
 	var got strings.Builder
-	res, err := c.Stream(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}},
+	res, err := c.Stream(context.Background(), llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}},
 		func(d string) { got.WriteString(d) })
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +204,7 @@ func TestRetries(t *testing.T) {
 			)
 			var sleeps []time.Duration
 			c := newClient(t, s, &sleeps)
-			res, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
+			res, err := c.Complete(context.Background(), llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +225,7 @@ func TestRetriesExhausted(t *testing.T) {
 		s.Push(llmtest.Reply{Status: 503, Message: "overloaded"})
 	}
 	c := newClient(t, s, nil)
-	_, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
+	_, err := c.Complete(context.Background(), llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}})
 	var ae *llm.APIError
 	if !errors.As(err, &ae) || ae.StatusCode != 503 {
 		t.Fatalf("err = %v", err)
@@ -241,7 +242,7 @@ func TestNoRetryOn400(t *testing.T) {
 	s := llmtest.New(t, llmtest.OpenAI)
 	s.Push(llmtest.Reply{Status: 400, Message: "tool_choice must be one of auto, none"})
 	c := newClient(t, s, nil)
-	_, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
+	_, err := c.Complete(context.Background(), llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}})
 	if !llm.IsToolChoiceRejected(err) || len(s.Requests()) != 1 {
 		t.Errorf("err = %v after %d requests", err, len(s.Requests()))
 	}
@@ -254,7 +255,7 @@ func TestTimeout(t *testing.T) {
 	cfg.Timeout = 50 * time.Millisecond
 	cfg.MaxRetries = 1
 	c, _ := llm.New(cfg)
-	_, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
+	_, err := c.Complete(context.Background(), llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}})
 	var ue *llm.UnreachableError
 	if !errors.As(err, &ue) || !ue.Timeout {
 		t.Fatalf("err = %v, want a timeout", err)
@@ -269,7 +270,7 @@ func TestUnreachable(t *testing.T) {
 	cfg := s.Config(nil)
 	s.Close()
 	c, _ := llm.New(cfg)
-	_, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}})
+	_, err := c.Complete(context.Background(), llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}})
 	var ue *llm.UnreachableError
 	if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "llm: cannot reach "+cfg.BaseURL+":") {
 		t.Fatalf("err = %v", err)
@@ -287,7 +288,7 @@ func TestCancel(t *testing.T) {
 		}
 		cancel()
 	}()
-	_, err := c.Stream(ctx, llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}}, nil)
+	_, err := c.Stream(ctx, llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}}, nil)
 	if !errors.Is(err, context.Canceled) || len(s.Requests()) != 1 {
 		t.Errorf("err = %v after %d requests", err, len(s.Requests()))
 	}
@@ -295,15 +296,15 @@ func TestCancel(t *testing.T) {
 
 func TestAnthropicRequest(t *testing.T) {
 	s := llmtest.New(t, llmtest.Anthropic)
-	s.Push(llmtest.Reply{Text: "ok", ToolCalls: []llm.ToolCall{{ID: "tu1", Name: "save", Arguments: `{"x":"1"}`}}})
+	s.Push(llmtest.Reply{Text: "ok", ToolCalls: []messages.ToolCall{messages.NewToolCall("tu1", "save", `{"x":"1"}`)}})
 	c := newClient(t, s, nil)
 	res, err := c.Complete(context.Background(), llm.Request{
 		System: "be brief",
-		Messages: []llm.Message{
-			{Role: "user", Content: "hi"},
-			{Role: "assistant", Content: "saving", ToolCalls: []llm.ToolCall{{ID: "t1", Name: "save", Arguments: `{"x":"0"}`}}},
-			{Role: "tool", ToolCallID: "t1", Content: "done"},
-			{Role: "user", Content: "again"},
+		Messages: []messages.Message{
+			{Role: "user", Content: messages.TextContent("hi")},
+			{Role: "assistant", Content: messages.TextContent("saving"), ToolCalls: []messages.ToolCall{messages.NewToolCall("t1", "save", `{"x":"0"}`)}},
+			{Role: "tool", ToolCallID: "t1", Content: messages.TextContent("done")},
+			{Role: "user", Content: messages.TextContent("again")},
 		},
 		Tools:      []llm.Tool{saveTool},
 		ToolChoice: llm.ForceTool("save"),
@@ -311,7 +312,7 @@ func TestAnthropicRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Content != "ok" || len(res.ToolCalls) != 1 || res.ToolCalls[0].Arguments != `{"x":"1"}` || res.FinishReason != "tool_use" {
+	if res.Content != "ok" || len(res.ToolCalls) != 1 || res.ToolCalls[0].Function.Arguments != `{"x":"1"}` || res.FinishReason != "tool_use" {
 		t.Errorf("res = %+v", res)
 	}
 	r := s.Requests()[0]
@@ -338,7 +339,7 @@ func TestAnthropicStream(t *testing.T) {
 	s.Push(llmtest.Reply{Text: "Hello there."})
 	c := newClient(t, s, nil)
 	var deltas []string
-	res, err := c.Stream(context.Background(), llm.Request{System: "sys", Messages: []llm.Message{{Role: "user", Content: "hi"}}},
+	res, err := c.Stream(context.Background(), llm.Request{System: "sys", Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}},
 		func(d string) { deltas = append(deltas, d) })
 	if err != nil {
 		t.Fatal(err)
@@ -375,7 +376,7 @@ func TestRetryAfterHTTPDateAndCap(t *testing.T) {
 	cfg := s.Config(&sleeps)
 	cfg.MaxRetryAfter = 30 * time.Second
 	c, _ := llm.New(cfg)
-	if _, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "hi"}}}); err != nil {
+	if _, err := c.Complete(context.Background(), llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}}); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(sleeps, []time.Duration{30 * time.Second}) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/loomctx/loom/messages"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
@@ -75,28 +76,29 @@ func (o *openaiClient) params(req Request) openai.ChatCompletionNewParams {
 	return p
 }
 
-func openaiMessage(m Message) openai.ChatCompletionMessageParamUnion {
+func openaiMessage(m messages.Message) openai.ChatCompletionMessageParamUnion {
+	text := m.Content.String()
 	switch m.Role {
-	case RoleSystem:
-		return openai.SystemMessage(m.Content)
-	case RoleAssistant:
+	case messages.RoleSystem:
+		return openai.SystemMessage(text)
+	case messages.RoleAssistant:
 		a := openai.ChatCompletionAssistantMessageParam{}
-		if m.Content != "" || len(m.ToolCalls) == 0 {
-			a.Content.OfString = param.NewOpt(m.Content)
+		if text != "" || len(m.ToolCalls) == 0 {
+			a.Content.OfString = param.NewOpt(text)
 		}
 		for _, tc := range m.ToolCalls {
 			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
 				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
 					ID:       tc.ID,
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Function.Name, Arguments: tc.Function.Arguments},
 				},
 			})
 		}
 		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
-	case RoleTool:
-		return openai.ToolMessage(m.Content, m.ToolCallID)
+	case messages.RoleTool:
+		return openai.ToolMessage(text, m.ToolCallID)
 	default:
-		return openai.UserMessage(m.Content)
+		return openai.UserMessage(text)
 	}
 }
 
@@ -123,7 +125,7 @@ func (o *openaiClient) Complete(ctx context.Context, req Request) (Response, err
 			out.Content = ch.Message.Content
 			out.FinishReason = ch.FinishReason
 			for _, tc := range ch.Message.ToolCalls {
-				out.ToolCalls = append(out.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+				out.ToolCalls = append(out.ToolCalls, messages.NewToolCall(tc.ID, tc.Function.Name, tc.Function.Arguments))
 			}
 		}
 		return out, false, nil
@@ -141,7 +143,7 @@ func (o *openaiClient) Stream(ctx context.Context, req Request, onDelta func(str
 			text    strings.Builder
 			started bool
 			done    bool
-			calls   = map[int64]*ToolCall{}
+			calls   = map[int64]*messages.ToolCall{}
 		)
 		events := 0
 		for stream.Next() {
@@ -164,12 +166,12 @@ func (o *openaiClient) Stream(ctx context.Context, req Request, onDelta func(str
 				for _, d := range c.Delta.ToolCalls {
 					tc := calls[d.Index]
 					if tc == nil {
-						tc = &ToolCall{}
+						tc = &messages.ToolCall{Type: "function"}
 						calls[d.Index] = tc
 					}
 					tc.ID += d.ID
-					tc.Name += d.Function.Name
-					tc.Arguments += d.Function.Arguments
+					tc.Function.Name += d.Function.Name
+					tc.Function.Arguments += d.Function.Arguments
 				}
 				if c.FinishReason != "" {
 					out.FinishReason = c.FinishReason

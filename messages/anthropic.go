@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
-	"github.com/anthropics/anthropic-sdk-go/v2"
 )
 
 // MaxBreakpoints is the most cache_control markers Anthropic accepts in one
@@ -19,21 +17,57 @@ type AnthropicOptions struct {
 	CacheAfter int
 	// TTL is the cache lifetime: "" (the provider's 5-minute default) or
 	// "1h".
-	TTL anthropic.CacheControlEphemeralTTL
+	TTL string
 }
 
 // AnthropicRequest is the part of a Messages API request loom builds: the
 // system blocks and the messages. The caller adds model, max_tokens and
 // tools.
 type AnthropicRequest struct {
-	System   []anthropic.TextBlockParam `json:"system,omitempty"`
-	Messages []anthropic.MessageParam   `json:"messages"`
+	System   []AnthropicBlock   `json:"system,omitempty"`
+	Messages []AnthropicMessage `json:"messages"`
+}
+
+// AnthropicMessage is one turn of the Messages API, in loom's own wire
+// form (no SDK type).
+type AnthropicMessage struct {
+	Role    Role             `json:"role"` // user or assistant
+	Content []AnthropicBlock `json:"content"`
+}
+
+// AnthropicBlock is a content block: text, image, tool_use or tool_result
+// (whose Content holds text and image blocks).
+type AnthropicBlock struct {
+	Type         string                 `json:"type"`
+	Text         string                 `json:"text,omitempty"`
+	Source       *AnthropicSource       `json:"source,omitempty"`
+	ID           string                 `json:"id,omitempty"`
+	Name         string                 `json:"name,omitempty"`
+	Input        json.RawMessage        `json:"input,omitempty"`
+	ToolUseID    string                 `json:"tool_use_id,omitempty"`
+	Content      []AnthropicBlock       `json:"content,omitempty"`
+	IsError      bool                   `json:"is_error,omitempty"`
+	CacheControl *AnthropicCacheControl `json:"cache_control,omitempty"`
+}
+
+// AnthropicSource is an image block's image: base64 data or a URL.
+type AnthropicSource struct {
+	Type      string `json:"type"` // base64 or url
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// AnthropicCacheControl marks a cache breakpoint.
+type AnthropicCacheControl struct {
+	Type string `json:"type"` // ephemeral
+	TTL  string `json:"ttl,omitempty"`
 }
 
 // Anthropic converts the built turn, with a breakpoint after the system
 // prompt and, when cacheHistory is set, one after the last stable history
 // message.
-func (r *Result) Anthropic(cacheHistory bool, ttl anthropic.CacheControlEphemeralTTL) (*AnthropicRequest, error) {
+func (r *Result) Anthropic(cacheHistory bool, ttl string) (*AnthropicRequest, error) {
 	opts := AnthropicOptions{TTL: ttl}
 	if cacheHistory {
 		opts.CacheAfter = r.Report.Prefix.Messages
@@ -42,15 +76,14 @@ func (r *Result) Anthropic(cacheHistory bool, ttl anthropic.CacheControlEphemera
 }
 
 // Anthropic converts messages to the Messages API form, built from the
-// official SDK's param types: the system message becomes the system blocks
+// loom's own wire types: the system message becomes the system blocks
 // with a cache breakpoint; tool calls become tool_use blocks and tool
 // results tool_result blocks in a user turn; consecutive same-role messages
 // share one turn; images become base64 source blocks. Reasoning text is
 // left out, since Anthropic replays only signed thinking blocks.
 func Anthropic(msgs []Message, opts AnthropicOptions) (*AnthropicRequest, error) {
-	cc := anthropic.NewCacheControlEphemeralParam()
-	cc.TTL = opts.TTL
-	req := &AnthropicRequest{Messages: make([]anthropic.MessageParam, 0, len(msgs))}
+	cc := &AnthropicCacheControl{Type: "ephemeral", TTL: opts.TTL}
+	req := &AnthropicRequest{Messages: make([]AnthropicMessage, 0, len(msgs))}
 	var lastRole Role
 	for i, m := range msgs {
 		if m.Role == RoleSystem {
@@ -58,7 +91,7 @@ func Anthropic(msgs []Message, opts AnthropicOptions) (*AnthropicRequest, error)
 				return nil, fmt.Errorf("message %d: a system message must come first", i)
 			}
 			if text := m.Content.String(); text != "" {
-				req.System = []anthropic.TextBlockParam{{Text: text, CacheControl: cc}}
+				req.System = []AnthropicBlock{{Type: "text", Text: text, CacheControl: cc}}
 			}
 			continue
 		}
@@ -74,20 +107,14 @@ func Anthropic(msgs []Message, opts AnthropicOptions) (*AnthropicRequest, error)
 			role = RoleUser
 		}
 		if n := len(req.Messages); n > 0 && role == lastRole {
-			if last := &req.Messages[n-1]; last.OfUser != nil {
-				last.OfUser.Content = append(last.OfUser.Content, blocks...)
-			} else {
-				last.OfAssistant.Content = append(last.OfAssistant.Content, blocks...)
-			}
-		} else if role == RoleUser {
-			req.Messages = append(req.Messages, anthropic.NewUserMessage(blocks...))
+			req.Messages[n-1].Content = append(req.Messages[n-1].Content, blocks...)
 		} else {
-			req.Messages = append(req.Messages, anthropic.NewAssistantMessage(blocks...))
+			req.Messages = append(req.Messages, AnthropicMessage{Role: role, Content: blocks})
 		}
 		lastRole = role
 		if i == opts.CacheAfter {
-			content := blocksOf(&req.Messages[len(req.Messages)-1])
-			setCache(&content[len(content)-1], cc)
+			content := req.Messages[len(req.Messages)-1].Content
+			content[len(content)-1].CacheControl = cc
 		}
 	}
 	if n := countBreakpoints(req); n > MaxBreakpoints {
@@ -96,8 +123,8 @@ func Anthropic(msgs []Message, opts AnthropicOptions) (*AnthropicRequest, error)
 	return req, nil
 }
 
-func anthropicBlocks(m Message) ([]anthropic.ContentBlockParamUnion, error) {
-	var blocks []anthropic.ContentBlockParamUnion
+func anthropicBlocks(m Message) ([]AnthropicBlock, error) {
+	var blocks []AnthropicBlock
 	switch m.Role {
 	case RoleUser, RoleAssistant:
 		for _, p := range contentParts(m.Content) {
@@ -106,9 +133,9 @@ func anthropicBlocks(m Message) ([]anthropic.ContentBlockParamUnion, error) {
 				if m.Role == RoleAssistant {
 					return nil, fmt.Errorf("assistant content cannot hold an image")
 				}
-				blocks = append(blocks, anthropic.ContentBlockParamUnion{OfImage: anthropicImage(p.Image)})
+				blocks = append(blocks, anthropicImage(p.Image))
 			case p.Text != "": // Anthropic rejects empty text blocks
-				blocks = append(blocks, anthropic.NewTextBlock(p.Text))
+				blocks = append(blocks, AnthropicBlock{Type: "text", Text: p.Text})
 			}
 		}
 		for _, tc := range m.ToolCalls {
@@ -119,19 +146,19 @@ func anthropicBlocks(m Message) ([]anthropic.ContentBlockParamUnion, error) {
 			if !json.Valid(args) || args[0] != '{' {
 				return nil, fmt.Errorf("tool call %q: arguments are not a JSON object", tc.ID)
 			}
-			blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, json.RawMessage(args), tc.Function.Name))
+			blocks = append(blocks, AnthropicBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(args)})
 		}
 	case RoleTool:
-		res := anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+		res := AnthropicBlock{Type: "tool_result", ToolUseID: m.ToolCallID}
 		for _, p := range contentParts(m.Content) {
 			switch {
 			case p.Type == PartImage:
-				res.Content = append(res.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: anthropicImage(p.Image)})
+				res.Content = append(res.Content, anthropicImage(p.Image))
 			case p.Text != "":
-				res.Content = append(res.Content, anthropic.ToolResultBlockParamContentUnion{OfText: &anthropic.TextBlockParam{Text: p.Text}})
+				res.Content = append(res.Content, AnthropicBlock{Type: "text", Text: p.Text})
 			}
 		}
-		blocks = append(blocks, anthropic.ContentBlockParamUnion{OfToolResult: &res})
+		blocks = append(blocks, res)
 	default:
 		return nil, fmt.Errorf("unknown role %q", m.Role)
 	}
@@ -145,49 +172,23 @@ func contentParts(c Content) []Part {
 	return []Part{{Type: PartText, Text: c.Text}}
 }
 
-func anthropicImage(im *Image) *anthropic.ImageBlockParam {
+func anthropicImage(im *Image) AnthropicBlock {
 	if im.Data == "" {
-		return &anthropic.ImageBlockParam{Source: anthropic.ImageBlockParamSourceUnion{OfURL: &anthropic.URLImageSourceParam{URL: im.URL}}}
+		return AnthropicBlock{Type: "image", Source: &AnthropicSource{Type: "url", URL: im.URL}}
 	}
-	return &anthropic.ImageBlockParam{Source: anthropic.ImageBlockParamSourceUnion{
-		OfBase64: &anthropic.Base64ImageSourceParam{Data: im.Data, MediaType: anthropic.Base64ImageSourceMediaType(im.MIME)},
-	}}
-}
-
-func setCache(b *anthropic.ContentBlockParamUnion, cc anthropic.CacheControlEphemeralParam) {
-	switch {
-	case b.OfText != nil:
-		b.OfText.CacheControl = cc
-	case b.OfImage != nil:
-		b.OfImage.CacheControl = cc
-	case b.OfToolUse != nil:
-		b.OfToolUse.CacheControl = cc
-	case b.OfToolResult != nil:
-		b.OfToolResult.CacheControl = cc
-	}
-}
-
-// blocksOf returns the content blocks of a user or assistant turn.
-func blocksOf(m *anthropic.MessageParam) []anthropic.ContentBlockParamUnion {
-	switch {
-	case m.OfUser != nil:
-		return m.OfUser.Content
-	case m.OfAssistant != nil:
-		return m.OfAssistant.Content
-	}
-	return nil
+	return AnthropicBlock{Type: "image", Source: &AnthropicSource{Type: "base64", MediaType: im.MIME, Data: im.Data}}
 }
 
 func countBreakpoints(req *AnthropicRequest) int {
 	n := 0
 	for _, s := range req.System {
-		if s.CacheControl.Type != "" {
+		if s.CacheControl != nil {
 			n++
 		}
 	}
-	for i := range req.Messages {
-		for _, b := range blocksOf(&req.Messages[i]) {
-			if cc := b.GetCacheControl(); cc != nil && cc.Type != "" {
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			if b.CacheControl != nil {
 				n++
 			}
 		}

@@ -64,14 +64,14 @@ func (r *Report) fillPrefix(system string, sections []Section, stable []Message,
 	}
 
 	h := sha256.New()
-	line, err := appendMessage(nil, Message{Role: RoleSystem, Content: TextContent(system)})
+	line, err := appendChat(nil, Message{Role: RoleSystem, Content: TextContent(system)})
 	if err != nil {
 		return err
 	}
 	h.Write(append(line, '\n'))
 	r.History = make([]string, len(stable))
 	for i, m := range stable {
-		line, err = appendMessage(line[:0], m)
+		line, err = appendChat(line[:0], m)
 		if err != nil {
 			return fmt.Errorf("history message %d: %w", i, err)
 		}

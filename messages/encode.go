@@ -2,13 +2,47 @@ package messages
 
 import (
 	"fmt"
+	"time"
 	"unicode/utf8"
 )
 
-// appendMessage writes m's JSON form, byte for byte what encoding/json
-// writes for it without HTML escaping, several times faster; the prefix
-// hashes of a long history are computed from it every turn.
+// knownKeys are the JSON keys Message models; an Extra key among them is
+// never written, so no key appears twice.
+var knownKeys = map[string]bool{"role": true, "content": true, "tool_calls": true, "tool_call_id": true,
+	"name": true, "reasoning_content": true, "timestamp": true}
+
+// knownKeysButTime lets a timestamp loom could not read be written back.
+var knownKeysButTime = map[string]bool{"role": true, "content": true, "tool_calls": true, "tool_call_id": true,
+	"name": true, "reasoning_content": true}
+
+// appendMessage writes m's whole JSON form: the chat part, then the
+// timestamp and the Extra keys in key order, on one line.
 func appendMessage(dst []byte, m Message) ([]byte, error) {
+	dst, err := appendChat(dst, m)
+	if err != nil {
+		return nil, err
+	}
+	if m.Time.IsZero() && len(m.Extra) == 0 {
+		return dst, nil
+	}
+	if !m.Time.IsZero() {
+		dst = dst[:len(dst)-1]
+		dst = append(dst, `,"timestamp":"`...)
+		dst = m.Time.AppendFormat(dst, time.RFC3339Nano)
+		dst = append(dst, `"}`...)
+	}
+	skip := knownKeys
+	if m.Time.IsZero() && m.Extra["timestamp"] != nil {
+		skip = knownKeysButTime
+	}
+	return appendExtra(dst, m.Extra, skip)
+}
+
+// appendChat writes the chat part of m's JSON form, what a provider is
+// sent and the cache prefix hashes, byte for byte what encoding/json writes
+// for it without HTML escaping, several times faster; the prefix hashes of
+// a long history are computed from it every turn.
+func appendChat(dst []byte, m Message) ([]byte, error) {
 	dst = append(dst, `{"role":`...)
 	dst = appendString(dst, string(m.Role))
 	dst = append(dst, `,"content":`...)

@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/openai/openai-go/v3"
-
 	"github.com/loomctx/loom/internal/golden"
 )
 
@@ -41,31 +38,32 @@ func TestOpenAIFormat(t *testing.T) {
 	}
 	golden.Check(t, "openai", append(data, '\n'))
 
-	// The output reads back into the SDK's param types, message by message,
-	// as the variant the schema requires.
-	var back []openai.ChatCompletionMessageParamUnion
+	// Each message has the shape Chat Completions defines for its role.
+	var back []map[string]any
 	if err := json.Unmarshal(data, &back); err != nil {
 		t.Fatal(err)
 	}
 	if len(back) != 6 {
 		t.Fatalf("%d messages, want 6", len(back))
 	}
-	if back[0].OfSystem == nil || back[0].OfSystem.Content.OfString.Value != "You are a careful agent." {
+	if back[0]["role"] != "system" || back[0]["content"] != "You are a careful agent." {
 		t.Errorf("system: %+v", back[0])
 	}
-	a := back[2].OfAssistant
-	if a == nil || len(a.ToolCalls) != 1 || a.ToolCalls[0].OfFunction.ID != "c1" || a.ToolCalls[0].OfFunction.Function.Name != "read" {
+	calls, _ := back[2]["tool_calls"].([]any)
+	if len(calls) != 1 || calls[0].(map[string]any)["id"] != "c1" || calls[0].(map[string]any)["type"] != "function" ||
+		calls[0].(map[string]any)["function"].(map[string]any)["name"] != "read" {
 		t.Errorf("assistant tool call: %+v", back[2])
 	}
-	if tool := back[3].OfTool; tool == nil || tool.ToolCallID != "c1" || tool.Content.OfString.Value != "a.txt\nb.txt" {
+	if tool := back[3]; tool["role"] != "tool" || tool["tool_call_id"] != "c1" || tool["content"] != "a.txt\nb.txt" {
 		t.Errorf("tool: %+v", back[3])
 	}
-	u := back[5].OfUser
-	if u == nil || len(u.Content.OfArrayOfContentParts) != 3 {
+	parts, _ := back[5]["content"].([]any)
+	if back[5]["role"] != "user" || len(parts) != 3 {
 		t.Fatalf("user: %+v", back[5])
 	}
-	if img := u.Content.OfArrayOfContentParts[0].OfImageURL; img == nil || !strings.HasPrefix(img.ImageURL.URL, "data:image/png;base64,iVBORw0KGgo") {
-		t.Errorf("image part: %+v", u.Content.OfArrayOfContentParts[0])
+	img, _ := parts[0].(map[string]any)["image_url"].(map[string]any)
+	if img == nil || !strings.HasPrefix(img["url"].(string), "data:image/png;base64,iVBORw0KGgo") {
+		t.Errorf("image part: %+v", parts[0])
 	}
 	if strings.Contains(string(data), "need ls") {
 		t.Error("reasoning leaked into the OpenAI form")
@@ -84,49 +82,29 @@ func TestAnthropicFormat(t *testing.T) {
 	}
 	golden.Check(t, "anthropic", append(data, '\n'))
 
-	// It reads back as a complete MessageNewParams once the caller's fields
-	// are added.
-	var generic map[string]any
-	if err := json.Unmarshal(data, &generic); err != nil {
-		t.Fatal(err)
-	}
-	generic["model"], generic["max_tokens"] = "claude-sonnet-4-5", 1024
-	full, _ := json.Marshal(generic)
-	var p anthropic.MessageNewParams
-	if err := json.Unmarshal(full, &p); err != nil {
-		t.Fatal(err)
-	}
-	if len(p.System) != 1 || p.System[0].Text != "You are a careful agent." || p.System[0].CacheControl.Type != "ephemeral" {
-		t.Errorf("system: %+v", p.System)
+	if len(req.System) != 1 || req.System[0].Text != "You are a careful agent." || req.System[0].CacheControl == nil {
+		t.Errorf("system: %+v", req.System)
 	}
 	// user, assistant(text+tool_use), user(tool_result), assistant, user
 	roles := []string{}
-	for _, m := range p.Messages {
-		switch {
-		case m.OfUser != nil:
-			roles = append(roles, "user")
-		case m.OfAssistant != nil:
-			roles = append(roles, "assistant")
-		}
+	for _, m := range req.Messages {
+		roles = append(roles, string(m.Role))
 	}
 	if strings.Join(roles, ",") != "user,assistant,user,assistant,user" {
 		t.Errorf("roles %v: must alternate", roles)
 	}
-	tu := p.Messages[1].OfAssistant.Content[1].OfToolUse
-	if tu == nil || tu.ID != "c1" || tu.Name != "read" {
-		t.Errorf("tool_use: %+v", p.Messages[1].OfAssistant.Content)
+	if tu := req.Messages[1].Content[1]; tu.Type != "tool_use" || tu.ID != "c1" || tu.Name != "read" || string(tu.Input) != `{"path":"a"}` {
+		t.Errorf("tool_use: %+v", req.Messages[1].Content)
 	}
-	tr := p.Messages[2].OfUser.Content[0].OfToolResult
-	if tr == nil || tr.ToolUseID != "c1" || tr.Content[0].OfText.Text != "a.txt\nb.txt" {
-		t.Errorf("tool_result: %+v", p.Messages[2].OfUser.Content)
+	if tr := req.Messages[2].Content[0]; tr.Type != "tool_result" || tr.ToolUseID != "c1" || tr.Content[0].Text != "a.txt\nb.txt" {
+		t.Errorf("tool_result: %+v", req.Messages[2].Content)
 	}
-	im := p.Messages[4].OfUser.Content[0].OfImage
-	if im == nil || im.Source.OfBase64 == nil || im.Source.OfBase64.MediaType != "image/png" || !strings.HasPrefix(im.Source.OfBase64.Data, "iVBORw0KGgo") {
-		t.Errorf("image: %+v", p.Messages[4].OfUser.Content[0])
+	if im := req.Messages[4].Content[0]; im.Type != "image" || im.Source == nil || im.Source.Type != "base64" || im.Source.MediaType != "image/png" || !strings.HasPrefix(im.Source.Data, "iVBORw0KGgo") {
+		t.Errorf("image: %+v", req.Messages[4].Content[0])
 	}
 	// Breakpoints: the system prompt, and the last history message (the
 	// assistant's answer), never the current message.
-	if last := p.Messages[3].OfAssistant.Content[0].OfText; last.CacheControl.Type != "ephemeral" {
+	if last := req.Messages[3].Content[0]; last.CacheControl == nil || last.CacheControl.Type != "ephemeral" {
 		t.Error("no breakpoint after the last history message")
 	}
 	if n := strings.Count(string(data), `"cache_control"`); n != 2 {
@@ -136,9 +114,9 @@ func TestAnthropicFormat(t *testing.T) {
 		t.Errorf("countBreakpoints = %d", n)
 	}
 	// Without history caching only the system prompt is marked.
-	req, _ = res.Anthropic(false, anthropic.CacheControlEphemeralTTLTTL1h)
+	req, _ = res.Anthropic(false, "1h")
 	data, _ = json.Marshal(req)
-	if n := strings.Count(string(data), `"cache_control":{"ttl":"1h","type":"ephemeral"}`); n != 1 {
+	if n := strings.Count(string(data), `"cache_control":{"type":"ephemeral","ttl":"1h"}`); n != 1 {
 		t.Errorf("%d 1h breakpoints in %s", n, data)
 	}
 }

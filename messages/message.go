@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
+	"time"
 )
 
 // Role is who speaks a message.
@@ -25,9 +27,11 @@ const (
 	RoleTool      Role = "tool"
 )
 
-// Message is one provider-neutral chat message. Its JSON form is the OpenAI
-// Chat Completions message, plus reasoning_content for the reasoning text
-// some providers return and want replayed.
+// Message is loom's one chat message type: provider-neutral, used for
+// history, sessions, a built turn and a model request alike. Its JSON form
+// is the OpenAI Chat Completions message, plus reasoning_content for the
+// reasoning text some providers return and want replayed, "timestamp" for
+// Time, and any other keys kept as they came in Extra.
 type Message struct {
 	Role       Role
 	Content    Content
@@ -35,6 +39,15 @@ type Message struct {
 	ToolCallID string
 	Name       string
 	Reasoning  string
+	// Time is when the message was said; zero when unknown. Its JSON key
+	// is "timestamp": RFC 3339 on write; a time without a zone (as nanobot
+	// writes it) reads as UTC.
+	Time time.Time
+	// Extra holds the JSON keys loom does not model, with their values as
+	// they came, so a message from nanobot, a gateway client or another
+	// tool is written back with them. The provider encoders leave them out
+	// unless asked (see OpenAIOptions.KeepExtra).
+	Extra map[string]json.RawMessage
 }
 
 // Content is a message's content: plain text, or a list of parts when
@@ -79,6 +92,12 @@ type ToolCall struct {
 type FunctionCall struct {
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+}
+
+// NewToolCall returns a function call with the given id, name and JSON
+// argument text.
+func NewToolCall(id, name, arguments string) ToolCall {
+	return ToolCall{ID: id, Type: "function", Function: FunctionCall{Name: name, Arguments: arguments}}
 }
 
 // TextContent returns plain text content.
@@ -134,16 +153,10 @@ func (m Message) clone() Message {
 	if m.ToolCalls != nil {
 		m.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
 	}
+	if m.Extra != nil {
+		m.Extra = maps.Clone(m.Extra)
+	}
 	return m
-}
-
-type wireMessage struct {
-	Role       Role            `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []ToolCall      `json:"tool_calls,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-	Name       string          `json:"name,omitempty"`
-	Reasoning  string          `json:"reasoning_content,omitempty"`
 }
 
 type wirePart struct {
@@ -156,43 +169,58 @@ type wireURL struct {
 	URL string `json:"url"`
 }
 
-// MarshalJSON writes the OpenAI chat form. Content is null for an assistant
+// MarshalJSON writes the OpenAI chat form, then "timestamp" when Time is
+// set and the Extra keys in key order. Content is null for an assistant
 // message that only calls tools. Text keeps <, > and & unescaped.
 func (m Message) MarshalJSON() ([]byte, error) {
 	return appendMessage(nil, m)
 }
 
 // UnmarshalJSON reads the OpenAI chat form: content as a string, null, or a
-// list of text and image_url parts. It does not check the role; the history
-// parser does.
+// list of text and image_url parts. Unknown keys go to Extra; a timestamp
+// that is not a time is kept there too, unchanged. It does not check the
+// role; the history parser does.
 func (m *Message) UnmarshalJSON(data []byte) error {
-	var w wireMessage
-	if err := json.Unmarshal(data, &w); err != nil {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
 		return err
 	}
-	*m = Message{Role: w.Role, ToolCalls: w.ToolCalls, ToolCallID: w.ToolCallID, Name: w.Name, Reasoning: w.Reasoning}
-	raw := bytes.TrimSpace(w.Content)
-	switch {
-	case len(raw) == 0 || string(raw) == "null":
-	case raw[0] == '"':
-		if err := json.Unmarshal(raw, &m.Content.Text); err != nil {
-			return fmt.Errorf("content: %w", err)
-		}
-	case raw[0] == '[':
-		var parts []wirePart
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return fmt.Errorf("content: %w", err)
-		}
-		m.Content.Parts = make([]Part, 0, len(parts))
-		for i, p := range parts {
-			part, err := p.part()
-			if err != nil {
-				return fmt.Errorf("content part %d: %w", i, err)
+	if fields == nil {
+		return errors.New("message is null")
+	}
+	*m = Message{}
+	for key, raw := range fields {
+		var err error
+		switch key {
+		case "role":
+			err = json.Unmarshal(raw, &m.Role)
+		case "content":
+			if err := m.Content.unmarshal(raw); err != nil {
+				return err
 			}
-			m.Content.Parts = append(m.Content.Parts, part)
+		case "tool_calls":
+			err = json.Unmarshal(raw, &m.ToolCalls)
+		case "tool_call_id":
+			err = json.Unmarshal(raw, &m.ToolCallID)
+		case "name":
+			err = json.Unmarshal(raw, &m.Name)
+		case "reasoning_content":
+			err = json.Unmarshal(raw, &m.Reasoning)
+		case "timestamp":
+			if t, ok := parseTimestamp(raw); ok {
+				m.Time = t
+				continue
+			}
+			fallthrough
+		default:
+			if m.Extra == nil {
+				m.Extra = make(map[string]json.RawMessage)
+			}
+			m.Extra[key] = raw
 		}
-	default:
-		return errors.New("content: want a string, null or a list of parts")
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
 	}
 	for i, tc := range m.ToolCalls {
 		if tc.ID == "" || tc.Function.Name == "" {
@@ -203,6 +231,53 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		}
 	}
 	return nil
+}
+
+func (c *Content) unmarshal(raw json.RawMessage) error {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+	case raw[0] == '"':
+		if err := json.Unmarshal(raw, &c.Text); err != nil {
+			return fmt.Errorf("content: %w", err)
+		}
+	case raw[0] == '[':
+		var parts []wirePart
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return fmt.Errorf("content: %w", err)
+		}
+		c.Parts = make([]Part, 0, len(parts))
+		for i, p := range parts {
+			part, err := p.part()
+			if err != nil {
+				return fmt.Errorf("content part %d: %w", i, err)
+			}
+			c.Parts = append(c.Parts, part)
+		}
+	default:
+		return errors.New("content: want a string, null or a list of parts")
+	}
+	return nil
+}
+
+// timestampLayouts are the forms a message time is read in: RFC 3339, and
+// Python's isoformat() without a zone, which is read as UTC.
+var timestampLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999"}
+
+func parseTimestamp(raw json.RawMessage) (time.Time, bool) {
+	var s string
+	if string(raw) == "null" {
+		return time.Time{}, true
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return time.Time{}, false
+	}
+	for _, layout := range timestampLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 func (p wirePart) part() (Part, error) {

@@ -1,21 +1,95 @@
 package messages
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
-
-	"github.com/openai/openai-go/v3"
+	"slices"
 )
 
-// OpenAI converts messages to the Chat Completions messages array, built
-// from the official SDK's param types. Reasoning text is left out: Chat
-// Completions has no field for it. Tool results keep text only, with
-// "[image]" for an image.
-func OpenAI(msgs []Message) ([]openai.ChatCompletionMessageParamUnion, error) {
-	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs))
+// OpenAIMessage is one entry of a Chat Completions request's "messages"
+// array, in loom's own wire form (no SDK type): what OpenAI, and every
+// endpoint that copies its API, accepts.
+type OpenAIMessage struct {
+	Role       Role          `json:"role"`
+	Content    OpenAIContent `json:"content"`
+	ToolCalls  []ToolCall    `json:"tool_calls,omitempty"`
+	ToolCallID string        `json:"tool_call_id,omitempty"`
+	Name       string        `json:"name,omitempty"`
+	// Extra keys are written after the others, in key order; see
+	// OpenAIOptions.KeepExtra.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// OpenAIContent is a message's content: Text when Parts is nil (null when
+// Null is set), else the list of parts.
+type OpenAIContent struct {
+	Text  string
+	Null  bool
+	Parts []OpenAIPart
+}
+
+// OpenAIPart is a text or image_url content part.
+type OpenAIPart struct {
+	Type     PartType        `json:"type"`
+	Text     *string         `json:"text,omitempty"`
+	ImageURL *OpenAIImageURL `json:"image_url,omitempty"`
+}
+
+// OpenAIImageURL is an image_url part's image: a data URL or a remote URL.
+type OpenAIImageURL struct {
+	URL string `json:"url"`
+}
+
+// MarshalJSON writes null, a string, or the list of parts.
+func (c OpenAIContent) MarshalJSON() ([]byte, error) {
+	switch {
+	case c.Parts != nil:
+		return marshal(c.Parts)
+	case c.Null:
+		return []byte("null"), nil
+	}
+	return appendString(nil, c.Text), nil
+}
+
+// MarshalJSON writes the message with its Extra keys, which never replace
+// a key loom wrote.
+func (m OpenAIMessage) MarshalJSON() ([]byte, error) {
+	type plain OpenAIMessage
+	data, err := marshal(plain(m))
+	if err != nil || len(m.Extra) == 0 {
+		return data, err
+	}
+	return appendExtra(data, m.Extra, map[string]bool{"role": true, "content": true, "tool_calls": true, "tool_call_id": true, "name": true})
+}
+
+// OpenAIOptions tune the OpenAI form.
+type OpenAIOptions struct {
+	// KeepExtra sends each message's Extra keys as they are: for a gateway
+	// passing a client's fields through. Off, the messages hold only what
+	// Chat Completions defines, since OpenAI refuses a message with a key
+	// it does not know (as a stored session's keys would be).
+	KeepExtra bool
+}
+
+// OpenAI converts messages to the Chat Completions messages array.
+// Reasoning text and times are left out: Chat Completions has no field for
+// them. System and tool messages keep text only, with "[image]" for an
+// image.
+func OpenAI(msgs []Message) ([]OpenAIMessage, error) {
+	return OpenAIWith(msgs, OpenAIOptions{})
+}
+
+// OpenAIWith is OpenAI with options.
+func OpenAIWith(msgs []Message, opts OpenAIOptions) ([]OpenAIMessage, error) {
+	out := make([]OpenAIMessage, 0, len(msgs))
 	for i, m := range msgs {
 		p, err := openAIMessage(m)
 		if err != nil {
 			return nil, fmt.Errorf("message %d (%s): %w", i, m.Role, err)
+		}
+		if opts.KeepExtra {
+			p.Extra = m.Extra
 		}
 		out = append(out, p)
 	}
@@ -23,80 +97,114 @@ func OpenAI(msgs []Message) ([]openai.ChatCompletionMessageParamUnion, error) {
 }
 
 // OpenAI converts the built turn; see the package-level OpenAI.
-func (r *Result) OpenAI() ([]openai.ChatCompletionMessageParamUnion, error) {
+func (r *Result) OpenAI() ([]OpenAIMessage, error) {
 	return OpenAI(r.Messages)
 }
 
-func openAIMessage(m Message) (openai.ChatCompletionMessageParamUnion, error) {
+func openAIMessage(m Message) (OpenAIMessage, error) {
+	out := OpenAIMessage{Role: m.Role}
 	switch m.Role {
 	case RoleSystem:
-		if m.Content.IsList() {
-			return openai.SystemMessage(textParts(m.Content)), nil
-		}
-		return openai.SystemMessage(m.Content.Text), nil
+		out.Content = textContent(m.Content)
 	case RoleUser:
-		var u openai.ChatCompletionMessageParamUnion
 		if m.Content.IsList() {
-			parts := make([]openai.ChatCompletionContentPartUnionParam, 0, len(m.Content.Parts))
-			for _, p := range m.Content.Parts {
+			out.Content.Parts = make([]OpenAIPart, 0, len(m.Content.Parts))
+			for i, p := range m.Content.Parts {
 				if p.Type == PartImage {
-					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: p.Image.URLString()}))
+					if p.Image == nil {
+						return OpenAIMessage{}, fmt.Errorf("image part %d has no image", i)
+					}
+					out.Content.Parts = append(out.Content.Parts, OpenAIPart{Type: PartImage, ImageURL: &OpenAIImageURL{URL: p.Image.URLString()}})
 				} else {
-					parts = append(parts, openai.TextContentPart(p.Text))
+					out.Content.Parts = append(out.Content.Parts, textPart(p.Text))
 				}
 			}
-			u = openai.UserMessage(parts)
 		} else {
-			u = openai.UserMessage(m.Content.Text)
+			out.Content.Text = m.Content.Text
 		}
-		if m.Name != "" {
-			u.OfUser.Name = openai.String(m.Name)
-		}
-		return u, nil
+		out.Name = m.Name
 	case RoleAssistant:
-		a := openai.ChatCompletionAssistantMessageParam{}
 		switch {
 		case m.Content.IsList():
+			out.Content.Parts = make([]OpenAIPart, 0, len(m.Content.Parts))
 			for _, p := range m.Content.Parts {
 				if p.Type == PartImage {
-					return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("assistant content cannot hold an image")
+					return OpenAIMessage{}, fmt.Errorf("assistant content cannot hold an image")
 				}
-				a.Content.OfArrayOfContentParts = append(a.Content.OfArrayOfContentParts,
-					openai.ChatCompletionAssistantMessageParamContentArrayOfContentPartUnion{OfText: &openai.ChatCompletionContentPartTextParam{Text: p.Text}})
+				out.Content.Parts = append(out.Content.Parts, textPart(p.Text))
 			}
 		case m.Content.Text != "" || len(m.ToolCalls) == 0:
-			a.Content.OfString = openai.String(m.Content.Text)
+			out.Content.Text = m.Content.Text
+		default:
+			out.Content.Null = true
 		}
 		for _, tc := range m.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID:       tc.ID,
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Function.Name, Arguments: tc.Function.Arguments},
-				},
-			})
+			if tc.Type == "" {
+				tc.Type = "function"
+			}
+			out.ToolCalls = append(out.ToolCalls, tc)
 		}
-		if m.Name != "" {
-			a.Name = openai.String(m.Name)
-		}
-		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+		out.Name = m.Name
 	case RoleTool:
-		if m.Content.IsList() {
-			return openai.ToolMessage(textParts(m.Content), m.ToolCallID), nil
-		}
-		return openai.ToolMessage(m.Content.Text, m.ToolCallID), nil
+		out.Content = textContent(m.Content)
+		out.ToolCallID = m.ToolCallID
+	default:
+		return OpenAIMessage{}, fmt.Errorf("unknown role %q", m.Role)
 	}
-	return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
+	return out, nil
 }
 
-// textParts turns list content into text parts, an image into "[image]".
-func textParts(c Content) []openai.ChatCompletionContentPartTextParam {
-	parts := make([]openai.ChatCompletionContentPartTextParam, 0, len(c.Parts))
+func textPart(s string) OpenAIPart { return OpenAIPart{Type: PartText, Text: &s} }
+
+// textContent keeps list content as text parts, an image as "[image]".
+func textContent(c Content) OpenAIContent {
+	if !c.IsList() {
+		return OpenAIContent{Text: c.Text}
+	}
+	parts := make([]OpenAIPart, 0, len(c.Parts))
 	for _, p := range c.Parts {
 		text := p.Text
 		if p.Type == PartImage {
 			text = imagePlaceholder
 		}
-		parts = append(parts, openai.ChatCompletionContentPartTextParam{Text: text})
+		parts = append(parts, textPart(text))
 	}
-	return parts
+	return OpenAIContent{Parts: parts}
+}
+
+// appendExtra adds extra's keys, in key order and compacted, to the JSON
+// object obj; keys in skip are left out.
+func appendExtra(obj []byte, extra map[string]json.RawMessage, skip map[string]bool) ([]byte, error) {
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		if !skip[k] {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return obj, nil
+	}
+	slices.Sort(keys)
+	obj = obj[:len(obj)-1]
+	for _, k := range keys {
+		if len(obj) > 1 {
+			obj = append(obj, ',')
+		}
+		obj = appendString(obj, k)
+		obj = append(obj, ':')
+		var err error
+		if obj, err = appendCompact(obj, extra[k]); err != nil {
+			return nil, fmt.Errorf("extra key %q: %w", k, err)
+		}
+	}
+	return append(obj, '}'), nil
+}
+
+// appendCompact appends raw JSON with its insignificant space removed.
+func appendCompact(dst []byte, raw json.RawMessage) ([]byte, error) {
+	buf := bytes.NewBuffer(dst)
+	if err := json.Compact(buf, raw); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/messages"
 )
 
 // ToolName is the function the model is made to call.
@@ -35,11 +36,8 @@ var (
 	userTmpl = template.Must(template.New("user.md").Parse(userText))
 )
 
-// Message is one history entry: a chat message and when it was said.
-type Message struct {
-	llm.Message
-	Time time.Time `json:"timestamp,omitzero"`
-}
+// Message is one history entry: loom's one message type, with its Time.
+type Message = messages.Message
 
 // Counter counts tokens; tokens.Counter satisfies it.
 type Counter interface{ Count(string) int }
@@ -122,9 +120,9 @@ func (c *Consolidator) Tokens(msgs []Message) int {
 }
 
 func (c *Consolidator) tokens(m Message) int {
-	n := c.opts.Counter.Count(m.Content) + 4 // role and framing, as OpenAI counts them
+	n := c.opts.Counter.Count(m.Content.String()) + 4 // role and framing, as OpenAI counts them
 	for _, tc := range m.ToolCalls {
-		n += c.opts.Counter.Count(tc.Name) + c.opts.Counter.Count(tc.Arguments)
+		n += c.opts.Counter.Count(tc.Function.Name) + c.opts.Counter.Count(tc.Function.Arguments)
 	}
 	return n
 }
@@ -151,7 +149,7 @@ func (c *Consolidator) Plan(msgs []Message, last int) (end int, ok bool) {
 	}
 	lastUser := -1
 	for i := last + 1; i < len(msgs); i++ {
-		if msgs[i].Role != llm.RoleUser {
+		if msgs[i].Role != messages.RoleUser {
 			continue
 		}
 		lastUser = i
@@ -248,7 +246,7 @@ func (c *Consolidator) request(current, transcript string, force bool) (llm.Requ
 	req := llm.Request{
 		Model:    c.opts.Model,
 		System:   systemPrompt,
-		Messages: []llm.Message{{Role: llm.RoleUser, Content: b.String()}},
+		Messages: []messages.Message{{Role: messages.RoleUser, Content: messages.TextContent(b.String())}},
 		Tools:    []llm.Tool{Tool()},
 	}
 	if force {
@@ -281,12 +279,12 @@ func (c *Consolidator) call(ctx context.Context, current, transcript string, out
 		return saveArgs{}, err
 	}
 	for _, tc := range res.ToolCalls {
-		if tc.Name == ToolName {
-			return parseArgs(tc.Arguments)
+		if tc.Function.Name == ToolName {
+			return parseArgs(tc.Function.Arguments)
 		}
 	}
 	if len(res.ToolCalls) > 0 {
-		return saveArgs{}, fmt.Errorf("model called %q, not %s", res.ToolCalls[0].Name, ToolName)
+		return saveArgs{}, fmt.Errorf("model called %q, not %s", res.ToolCalls[0].Function.Name, ToolName)
 	}
 	return saveArgs{}, errors.New("model answered in prose instead of calling " + ToolName)
 }
@@ -390,10 +388,10 @@ func Tool() llm.Tool {
 func Transcript(msgs []Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
-		content := strings.TrimSpace(m.Content)
+		content := strings.TrimSpace(m.Content.String())
 		var names []string
 		for _, tc := range m.ToolCalls {
-			names = append(names, tc.Name)
+			names = append(names, tc.Function.Name)
 		}
 		if content == "" && len(names) == 0 {
 			continue
@@ -402,7 +400,7 @@ func Transcript(msgs []Message) string {
 		if !m.Time.IsZero() {
 			stamp = m.Time.Format("2006-01-02 15:04")
 		}
-		fmt.Fprintf(&b, "[%s] %s", stamp, strings.ToUpper(m.Role))
+		fmt.Fprintf(&b, "[%s] %s", stamp, strings.ToUpper(string(m.Role)))
 		if len(names) > 0 {
 			fmt.Fprintf(&b, " [tools: %s]", strings.Join(names, ", "))
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/llm/llmtest"
+	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/workspace"
 )
 
@@ -24,8 +25,8 @@ func history(n int) []consolidate.Message {
 	for i := range n {
 		at := t0.Add(time.Duration(i) * time.Minute)
 		out = append(out,
-			consolidate.Message{Message: llm.Message{Role: "user", Content: "Question number " + itoa(i) + " about the quarterly churn report."}, Time: at},
-			consolidate.Message{Message: llm.Message{Role: "assistant", Content: "Answer number " + itoa(i) + ": churn fell to four percent in the EMEA region."}, Time: at},
+			consolidate.Message{Role: "user", Content: messages.TextContent("Question number " + itoa(i) + " about the quarterly churn report."), Time: at},
+			consolidate.Message{Role: "assistant", Content: messages.TextContent("Answer number " + itoa(i) + ": churn fell to four percent in the EMEA region."), Time: at},
 		)
 	}
 	return out
@@ -75,7 +76,7 @@ func newConsolidator(t *testing.T, s *llmtest.Server, files consolidate.Files, t
 
 func save(entry, mem string) llmtest.Reply {
 	b, _ := json.Marshal(map[string]string{"history_entry": entry, "memory_update": mem})
-	return llmtest.Reply{ToolCalls: []llm.ToolCall{{Name: "save_memory", Arguments: string(b)}}}
+	return llmtest.Reply{ToolCalls: []messages.ToolCall{messages.NewToolCall("", "save_memory", string(b))}}
 }
 
 func TestPlanIsTokenBasedAndUserAligned(t *testing.T) {
@@ -138,7 +139,7 @@ func TestArgumentShapes(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := llmtest.New(t, llmtest.OpenAI)
-			s.Push(llmtest.Reply{ToolCalls: []llm.ToolCall{{Name: "save_memory", Arguments: args}}})
+			s.Push(llmtest.Reply{ToolCalls: []messages.ToolCall{messages.NewToolCall("", "save_memory", args)}})
 			files, dir := workspaceFiles(t, "")
 			out, err := newConsolidator(t, s, files, 0).Archive(context.Background(), history(2), 0)
 			if err != nil || out.Archived {
@@ -187,8 +188,8 @@ func TestForcedChoiceRejectedFallsBackToAuto(t *testing.T) {
 // Every fault ends with the chunk in HISTORY.md raw and MEMORY.md as it was.
 func TestFaultsArchiveRaw(t *testing.T) {
 	prose := llmtest.Reply{Text: "I have noted the conversation."}
-	bad := llmtest.Reply{ToolCalls: []llm.ToolCall{{Name: "save_memory", Arguments: `{"history_entry": "[2026`}}}
-	empty := llmtest.Reply{ToolCalls: []llm.ToolCall{{Name: "save_memory", Arguments: `{"history_entry": "", "memory_update": null}`}}}
+	bad := llmtest.Reply{ToolCalls: []messages.ToolCall{messages.NewToolCall("", "save_memory", `{"history_entry": "[2026`)}}
+	empty := llmtest.Reply{ToolCalls: []messages.ToolCall{messages.NewToolCall("", "save_memory", `{"history_entry": "", "memory_update": null}`)}}
 	var fivexx []llmtest.Reply
 	for range 9 { // 3 attempts × (1 + 2 retries)
 		fivexx = append(fivexx, llmtest.Reply{Status: 500, Message: "boom"})
@@ -301,10 +302,10 @@ func TestAnthropicToolUse(t *testing.T) {
 
 func TestTranscript(t *testing.T) {
 	msgs := []consolidate.Message{
-		{Message: llm.Message{Role: "user", Content: "Remind me I like tea"}, Time: t0},
-		{Message: llm.Message{Role: "assistant", ToolCalls: []llm.ToolCall{{Name: "write_file"}}}, Time: t0},
-		{Message: llm.Message{Role: "tool", Content: "ok"}},
-		{Message: llm.Message{Role: "assistant", Content: ""}},
+		{Role: "user", Content: messages.TextContent("Remind me I like tea"), Time: t0},
+		{Role: "assistant", ToolCalls: []messages.ToolCall{messages.NewToolCall("", "write_file", "")}, Time: t0},
+		{Role: "tool", Content: messages.TextContent("ok")},
+		{Role: "assistant", Content: messages.TextContent("")},
 	}
 	want := "[2026-03-01 10:15] USER: Remind me I like tea\n[2026-03-01 10:15] ASSISTANT [tools: write_file]\n[?] TOOL: ok"
 	if got := consolidate.Transcript(msgs); got != want {

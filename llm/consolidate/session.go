@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/internal/atomicfile"
-	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/messages"
 )
 
 // Session is a conversation file: JSON lines, the first of which may be a
@@ -87,7 +87,7 @@ func ReadSession(path string) (*Session, error) {
 func (s *Session) check(path string, lines []int) error {
 	for i, m := range s.Messages {
 		switch m.Role {
-		case llm.RoleUser, llm.RoleAssistant, llm.RoleTool:
+		case messages.RoleUser, messages.RoleAssistant, messages.RoleTool:
 		default:
 			where := path
 			if lines != nil {

@@ -28,7 +28,7 @@ func TestSessionRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.LastConsolidated != 2 || len(got.Messages) != 4 || got.Messages[3].Content != s.Messages[3].Content || !got.Messages[3].Time.Equal(s.Messages[3].Time) {
+	if got.LastConsolidated != 2 || len(got.Messages) != 4 || got.Messages[3].Content.String() != s.Messages[3].Content.String() || !got.Messages[3].Time.Equal(s.Messages[3].Time) {
 		t.Errorf("read back %+v", got)
 	}
 }
@@ -60,7 +60,7 @@ func TestRunSavesPointer(t *testing.T) {
 	// A plain JSONL history without metadata.
 	var b strings.Builder
 	for _, m := range history(6) {
-		b.WriteString(`{"role":"` + m.Role + `","content":"` + m.Content + `"}` + "\n")
+		b.WriteString(`{"role":"` + string(m.Role) + `","content":"` + m.Content.String() + `"}` + "\n")
 	}
 	os.WriteFile(hist, []byte(b.String()), 0o644)
 	c, _ := llm.New(s.Config(nil))

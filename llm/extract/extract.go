@@ -19,6 +19,7 @@ import (
 
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/messages"
 )
 
 // Memory categories written by extraction.
@@ -65,7 +66,7 @@ type Options struct {
 type Job struct {
 	Chat     string
 	User     string
-	Messages []llm.Message
+	Messages []messages.Message
 }
 
 // Result says what one extraction did.
@@ -173,7 +174,7 @@ func (e *Extractor) Extract(ctx context.Context, job Job) (Result, error) {
 
 func (e *Extractor) request(job Job, existing []memory.Memory, noSchema bool) (llm.Request, error) {
 	var data struct {
-		Messages     []llm.Message
+		Messages     []messages.Message
 		Instructions []memory.Memory
 		Profile      []memory.Memory
 		NoSchema     bool
@@ -197,7 +198,7 @@ func (e *Extractor) request(job Job, existing []memory.Memory, noSchema bool) (l
 	req := llm.Request{
 		Model:       e.opts.Model,
 		System:      systemPrompt,
-		Messages:    []llm.Message{{Role: llm.RoleUser, Content: b.String()}},
+		Messages:    []messages.Message{{Role: messages.RoleUser, Content: messages.TextContent(b.String())}},
 		MaxTokens:   e.opts.MaxTokens,
 		Temperature: &temp,
 	}
@@ -209,36 +210,36 @@ func (e *Extractor) request(job Job, existing []memory.Memory, noSchema bool) (l
 
 // recent returns the last MaxMessages messages worth mining, each cut to
 // MaxChars in the middle.
-func (e *Extractor) recent(ms []llm.Message) []llm.Message {
-	var keep []llm.Message
+func (e *Extractor) recent(ms []messages.Message) []messages.Message {
+	var keep []messages.Message
 	lastUserAt := -1
 	for _, m := range ms {
-		if m.Role == llm.RoleUser || (e.opts.IncludeAssistant && m.Role == llm.RoleAssistant) {
-			if strings.TrimSpace(m.Content) == "" {
+		if m.Role == messages.RoleUser || (e.opts.IncludeAssistant && m.Role == messages.RoleAssistant) {
+			if strings.TrimSpace(m.Content.String()) == "" {
 				continue
 			}
 			keep = append(keep, m)
-			if m.Role == llm.RoleUser {
+			if m.Role == messages.RoleUser {
 				lastUserAt = len(keep) - 1
 			}
 		}
 	}
-	out := make([]llm.Message, 0, e.opts.MaxMessages)
+	out := make([]messages.Message, 0, e.opts.MaxMessages)
 	start := max(0, len(keep)-e.opts.MaxMessages)
 	for i := start; i < len(keep); i++ {
 		limit := e.opts.MaxChars
 		if i == lastUserAt {
 			limit *= 2
 		}
-		out = append(out, llm.Message{Role: keep[i].Role, Content: cutMiddle(strings.TrimSpace(keep[i].Content), limit)})
+		out = append(out, messages.Message{Role: keep[i].Role, Content: messages.TextContent(cutMiddle(strings.TrimSpace(keep[i].Content.String()), limit))})
 	}
 	return out
 }
 
-func lastUser(ms []llm.Message) string {
+func lastUser(ms []messages.Message) string {
 	for i := len(ms) - 1; i >= 0; i-- {
-		if ms[i].Role == llm.RoleUser {
-			return ms[i].Content
+		if ms[i].Role == messages.RoleUser {
+			return ms[i].Content.String()
 		}
 	}
 	return ""

@@ -15,6 +15,7 @@ import (
 	"github.com/loomctx/loom/llm/extract"
 	"github.com/loomctx/loom/llm/llmtest"
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/messages"
 )
 
 func openStore(t *testing.T) *memory.SQLite {
@@ -32,11 +33,11 @@ func openStore(t *testing.T) *memory.SQLite {
 
 func reply(out string) llmtest.Reply { return llmtest.Reply{Text: out} }
 
-func conversation(last string) []llm.Message {
-	return []llm.Message{
-		{Role: "user", Content: "Who is Christophe Martin?"},
-		{Role: "assistant", Content: "Christophe Martin is the CTO of Acme; the user is asking about him."},
-		{Role: "user", Content: last},
+func conversation(last string) []messages.Message {
+	return []messages.Message{
+		{Role: "user", Content: messages.TextContent("Who is Christophe Martin?")},
+		{Role: "assistant", Content: messages.TextContent("Christophe Martin is the CTO of Acme; the user is asking about him.")},
+		{Role: "user", Content: messages.TextContent(last)},
 	}
 }
 

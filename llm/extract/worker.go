@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/messages"
 )
 
 // Stats count what a Worker did. Submitted = Done + Failed + Dropped +
@@ -72,7 +72,7 @@ var ErrClosed = errors.New("extract: worker closed")
 // Submit queues job without waiting. The messages are copied, so the
 // caller may keep appending to its slice.
 func (w *Worker) Submit(job Job) error {
-	job.Messages = append([]llm.Message(nil), job.Messages...)
+	job.Messages = append([]messages.Message(nil), job.Messages...)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.shut {

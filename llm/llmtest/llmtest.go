@@ -22,6 +22,7 @@ import (
 	"github.com/loomctx/loom/tokens"
 
 	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/messages"
 )
 
 // Wire formats a Server speaks.
@@ -32,17 +33,17 @@ const (
 
 // Reply is one scripted answer.
 type Reply struct {
-	Status     int               // non-2xx: an error reply with Message
-	Message    string            // the error message for a non-2xx Status
-	Header     map[string]string // extra response headers (Retry-After, …)
-	Delay      time.Duration     // wait before answering (or until the client gives up)
-	Text       string            // assistant text
-	ToolCalls  []llm.ToolCall    // tool calls; Arguments are sent as given
-	CutAfter   int               // streaming: cut the connection after this many events (0: never)
-	RawBody    string            // sent verbatim instead of a built body
-	Model      string            // model name in the reply; default the request's
-	NoUsage    bool              // omit usage
-	NoCacheRep bool              // omit the cached-token fields
+	Status     int                 // non-2xx: an error reply with Message
+	Message    string              // the error message for a non-2xx Status
+	Header     map[string]string   // extra response headers (Retry-After, …)
+	Delay      time.Duration       // wait before answering (or until the client gives up)
+	Text       string              // assistant text
+	ToolCalls  []messages.ToolCall // tool calls; arguments are sent as given
+	CutAfter   int                 // streaming: cut the connection after this many events (0: never)
+	RawBody    string              // sent verbatim instead of a built body
+	Model      string              // model name in the reply; default the request's
+	NoUsage    bool                // omit usage
+	NoCacheRep bool                // omit the cached-token fields
 }
 
 // Request is one recorded request.
@@ -271,7 +272,7 @@ func (s *Server) usage(body map[string]any, rep Reply) llm.Usage {
 	cached -= cached % 128
 	out := Count(rep.Text)
 	for _, tc := range rep.ToolCalls {
-		out += Count(tc.Name) + Count(tc.Arguments)
+		out += Count(tc.Function.Name) + Count(tc.Function.Arguments)
 	}
 	return llm.Usage{InputTokens: total, OutputTokens: out, CachedTokens: cached, CacheReported: !rep.NoCacheRep}
 }
@@ -350,7 +351,7 @@ func openaiToolCalls(rep Reply) []any {
 			id = fmt.Sprintf("call_%d", i+1)
 		}
 		calls = append(calls, map[string]any{"id": id, "type": "function",
-			"function": map[string]any{"name": tc.Name, "arguments": tc.Arguments}})
+			"function": map[string]any{"name": tc.Function.Name, "arguments": tc.Function.Arguments}})
 	}
 	return calls
 }
@@ -417,10 +418,10 @@ func anthropicBlocks(rep Reply) []any {
 			id = fmt.Sprintf("toolu_%d", i+1)
 		}
 		var input any = map[string]any{}
-		if json.Valid([]byte(tc.Arguments)) {
-			input = json.RawMessage(tc.Arguments)
+		if json.Valid([]byte(tc.Function.Arguments)) {
+			input = json.RawMessage(tc.Function.Arguments)
 		}
-		blocks = append(blocks, map[string]any{"type": "tool_use", "id": id, "name": tc.Name, "input": input})
+		blocks = append(blocks, map[string]any{"type": "tool_use", "id": id, "name": tc.Function.Name, "input": input})
 	}
 	return blocks
 }
@@ -465,9 +466,9 @@ func anthropicEvents(rep Reply, u llm.Usage) []event {
 		}
 		evs = append(evs,
 			event{"content_block_start", map[string]any{"type": "content_block_start", "index": idx,
-				"content_block": map[string]any{"type": "tool_use", "id": id, "name": tc.Name, "input": map[string]any{}}}},
+				"content_block": map[string]any{"type": "tool_use", "id": id, "name": tc.Function.Name, "input": map[string]any{}}}},
 			event{"content_block_delta", map[string]any{"type": "content_block_delta", "index": idx,
-				"delta": map[string]any{"type": "input_json_delta", "partial_json": tc.Arguments}}},
+				"delta": map[string]any{"type": "input_json_delta", "partial_json": tc.Function.Arguments}}},
 			event{"content_block_stop", map[string]any{"type": "content_block_stop", "index": idx}})
 		idx++
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/llm/llmtest"
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/messages"
 )
 
 var clock = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -36,8 +37,7 @@ func fake(t *testing.T, format string) *llmtest.Server {
 			}
 			return llmtest.Reply{Text: `{"user_instructions":null,"user_profile":null}`}
 		case "consolidate":
-			return llmtest.Reply{ToolCalls: []llm.ToolCall{{Name: "save_memory",
-				Arguments: `{"history_entry":"[2026-03-01 10:00] Ana said hello.","memory_update":"# Memory\n- The user is Ana\n"}`}}}
+			return llmtest.Reply{ToolCalls: []messages.ToolCall{messages.NewToolCall("", "save_memory", `{"history_entry":"[2026-03-01 10:00] Ana said hello.","memory_update":"# Memory\n- The user is Ana\n"}`)}}
 		}
 		mu.Lock()
 		n++
@@ -119,7 +119,7 @@ func TestPipedTurns(t *testing.T) {
 			}
 			var roles []string
 			for _, m := range sess.Messages {
-				roles = append(roles, m.Role+":"+m.Content)
+				roles = append(roles, string(m.Role)+":"+m.Content.String())
 			}
 			if strings.Join(roles, "|") != "user:Hello there|assistant:Reply 1.|user:My name is Ana and I work at Acme.|assistant:Reply 2." {
 				t.Errorf("session = %v", roles)
@@ -166,7 +166,7 @@ func TestNewArchivesThenClears(t *testing.T) {
 		t.Errorf("HISTORY.md = %q", b)
 	}
 	sess, _ := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
-	if len(sess.Messages) != 2 || sess.Messages[0].Content != "Second session" {
+	if len(sess.Messages) != 2 || sess.Messages[0].Content.String() != "Second session" {
 		t.Errorf("session after /new = %+v", sess.Messages)
 	}
 	// The turn after /new does not replay the archived one.
@@ -247,7 +247,7 @@ func TestStreamCutKeepsUserMessage(t *testing.T) {
 		t.Errorf("errOut = %s", r.errOut)
 	}
 	sess, _ := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
-	if len(sess.Messages) != 1 || sess.Messages[0].Content != "Question" {
+	if len(sess.Messages) != 1 || sess.Messages[0].Content.String() != "Question" {
 		t.Errorf("session = %+v", sess.Messages)
 	}
 }
@@ -286,7 +286,7 @@ func TestSkillAndCommands(t *testing.T) {
 	}
 	// The session keeps what the user typed, not the skill body.
 	sess, _ := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
-	if len(sess.Messages) == 0 || sess.Messages[0].Content != "summarise report.pdf" {
+	if len(sess.Messages) == 0 || sess.Messages[0].Content.String() != "summarise report.pdf" {
 		t.Errorf("session = %+v", sess.Messages)
 	}
 }

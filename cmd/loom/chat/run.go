@@ -273,7 +273,7 @@ func (s *session) turn(text string, interrupt <-chan os.Signal) {
 	}
 	now := s.opts.Now().UTC()
 	s.mu.Lock()
-	user := consolidate.Message{Message: llm.Message{Role: llm.RoleUser, Content: text}, Time: now}
+	user := consolidate.Message{Role: messages.RoleUser, Content: messages.TextContent(text), Time: now}
 	history := buildHistory(s.sess.Messages[s.sess.LastConsolidated:])
 	s.mu.Unlock()
 
@@ -306,7 +306,7 @@ func (s *session) turn(text string, interrupt <-chan os.Signal) {
 	switch {
 	case err == nil:
 		s.sess.Messages = append(s.sess.Messages, consolidate.Message{
-			Message: llm.Message{Role: llm.RoleAssistant, Content: res.Content}, Time: s.opts.Now().UTC()})
+			Role: messages.RoleAssistant, Content: messages.TextContent(res.Content), Time: s.opts.Now().UTC()})
 	case ctx.Err() != nil:
 		fmt.Fprintln(errOut, "[reply cancelled]")
 	default:
@@ -326,7 +326,7 @@ func (s *session) turn(text string, interrupt <-chan os.Signal) {
 	if s.worker != nil {
 		job := extract.Job{Chat: s.key, User: s.opts.User}
 		for _, m := range snapshot {
-			job.Messages = append(job.Messages, m.Message)
+			job.Messages = append(job.Messages, m)
 		}
 		if err := s.worker.Submit(job); err != nil {
 			s.logger.Warn("extract: "+err.Error(), "chat", s.key)
@@ -349,27 +349,27 @@ func statusLine(u llm.Usage) string {
 // (an orphan reply or tool result at the front confuses providers), with
 // consecutive user messages merged, since a reply that failed leaves the
 // user's message alone.
-func buildHistory(ms []consolidate.Message) []llm.Message {
-	var out []llm.Message
+func buildHistory(ms []consolidate.Message) []messages.Message {
+	var out []messages.Message
 	for _, m := range ms {
-		if len(out) == 0 && m.Role != llm.RoleUser {
+		if len(out) == 0 && m.Role != messages.RoleUser {
 			continue
 		}
-		if m.Role == llm.RoleUser && len(out) > 0 && out[len(out)-1].Role == llm.RoleUser {
-			out[len(out)-1].Content += "\n\n" + m.Content
+		if m.Role == messages.RoleUser && len(out) > 0 && out[len(out)-1].Role == messages.RoleUser {
+			out[len(out)-1].Content = messages.TextContent(out[len(out)-1].Content.String() + "\n\n" + m.Content.String())
 			continue
 		}
-		out = append(out, llm.Message{Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name})
+		out = append(out, messages.Message{Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name})
 	}
 	return out
 }
 
-func appendUser(history []llm.Message, text string) []llm.Message {
-	if n := len(history); n > 0 && history[n-1].Role == llm.RoleUser {
-		history[n-1].Content += "\n\n" + text
+func appendUser(history []messages.Message, text string) []messages.Message {
+	if n := len(history); n > 0 && history[n-1].Role == messages.RoleUser {
+		history[n-1].Content = messages.TextContent(history[n-1].Content.String() + "\n\n" + text)
 		return history
 	}
-	return append(history, llm.Message{Role: llm.RoleUser, Content: text})
+	return append(history, messages.Message{Role: messages.RoleUser, Content: messages.TextContent(text)})
 }
 
 func (s *session) saveLocked() error {

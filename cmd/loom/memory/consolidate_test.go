@@ -12,6 +12,7 @@ import (
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/llmtest"
+	"github.com/loomctx/loom/messages"
 )
 
 func TestConsolidateCommand(t *testing.T) {
@@ -29,7 +30,7 @@ func TestConsolidateCommand(t *testing.T) {
 
 	s := llmtest.New(t, llmtest.OpenAI)
 	args, _ := json.Marshal(map[string]string{"history_entry": "[2026-03-01 10:15] Ana said she likes tea.", "memory_update": "# Memory\n- User name: Ana\n- Likes tea\n"})
-	s.Push(llmtest.Reply{ToolCalls: []llm.ToolCall{{Name: "save_memory", Arguments: string(args)}}})
+	s.Push(llmtest.Reply{ToolCalls: []messages.ToolCall{messages.NewToolCall("", "save_memory", string(args))}})
 	client, err := llm.New(s.Config(nil))
 	if err != nil {
 		t.Fatal(err)

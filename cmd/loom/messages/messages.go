@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
@@ -247,7 +246,7 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 			return err
 		}
 	case "anthropic":
-		req, err := res.Anthropic(o.CacheHistory, anthropic.CacheControlEphemeralTTL(o.CacheTTL))
+		req, err := res.Anthropic(o.CacheHistory, o.CacheTTL)
 		if err != nil {
 			return err
 		}
