@@ -128,7 +128,8 @@ type MemoryConfig struct {
 	// ExcludeCurrentChat leaves memories taken from the current chat out of
 	// its own prompt. Nil means true.
 	ExcludeCurrentChat *bool `yaml:"exclude_current_chat"`
-	// DB is the memory database, relative to the workspace.
+	// DB is the memory database, a path inside the workspace (relative, no
+	// ".."). Only the operator puts it elsewhere; see [MemoryStoreLocation].
 	DB string `yaml:"db"`
 }
 
@@ -487,7 +488,11 @@ func (c *Config) validate() error {
 		}
 		seen[cat.Name] = true
 	}
-	nonEmpty("memory.db", c.Memory.DB)
+	if c.has("memory.db") {
+		if msg := insideWorkspace(c.Memory.DB); msg != "" {
+			fail("memory.db", "%s", msg)
+		}
+	}
 	names("overrides.keep", c.Overrides.Keep)
 	oneOf("llm.provider", c.LLM.Provider, "openai", "anthropic")
 	if c.has("llm.base_url") {

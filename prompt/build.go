@@ -166,12 +166,10 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 	if root == "" {
 		return nil
 	}
-	dbPath := memory.DBPath(root)
-	if st.cfg.Memory.DB != "" {
-		dbPath = st.cfg.Memory.DB
-		if !strings.HasPrefix(dbPath, "/") {
-			dbPath = st.ws.Abs(dbPath)
-		}
+	dbPath, err := config.MemoryStoreLocation(root, st.cfg)
+	if err != nil {
+		st.diags.Add(workspace.Error, config.FileName, st.cfg.Line("memory.db"), "memory.db", "memories left out: %s", err)
+		return nil
 	}
 	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -51,13 +52,55 @@ func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
 		cmdTokens.NewCmdTokens(io, nil),
 		cmdWatch.NewCmdWatch(io, nil),
 	)
+	cmdutil.AddMemoryDBFlag(root.PersistentFlags())
+	usageErrors(root)
 	return root
+}
+
+// usageErrors makes every argument mistake a usage error (exit 2): a
+// command's own argument check, an unknown command at the top, and an
+// unknown subcommand of a group such as `loom memory frob`, which cobra
+// would otherwise answer with its help and exit 0.
+func usageErrors(c *cobra.Command) {
+	switch {
+	case c.HasSubCommands() && !c.Runnable():
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+				if cmd.SuggestionsMinimumDistance <= 0 {
+					cmd.SuggestionsMinimumDistance = 2
+				}
+				if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+					msg += "; did you mean " + strings.Join(s, " or ") + "?"
+				}
+				return cmdutil.FlagErrorf("%s", msg)
+			}
+			return nil
+		}
+		c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+	case c.Args != nil:
+		check := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				var fe *cmdutil.FlagError
+				if errors.As(err, &fe) {
+					return err
+				}
+				return cmdutil.FlagErrorf("%s", err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageErrors(sub)
+	}
 }
 
 // run executes the CLI and maps errors to exit codes: 0 success, 1 failure,
 // 2 usage error. It is the only place that decides an exit code.
-func run(args []string) int {
-	io := cmdutil.System()
+func run(args []string) int { return runWith(cmdutil.System(), args) }
+
+func runWith(io *cmdutil.IOStreams, args []string) int {
 	root := newRootCmd(io)
 	root.SetArgs(args)
 	err := root.Execute()

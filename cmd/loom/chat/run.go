@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/messages"
 	"io"
 	"log/slog"
@@ -93,7 +94,18 @@ func chatRun(opts *ChatOptions) error {
 	if err != nil {
 		return err
 	}
-	store, err := memory.Open(ws.Root())
+	wc, err := config.Load(ws)
+	if err != nil {
+		return err
+	}
+	dbPath, err := config.MemoryStoreLocation(ws.Root(), wc)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+		return err
+	}
+	store, err := memory.OpenSQLite(dbPath)
 	if err != nil {
 		return err
 	}

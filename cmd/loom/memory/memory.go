@@ -50,8 +50,9 @@ func NewCmdMemory(io *cmdutil.IOStreams, runF func(string, *Options) error) *cob
 	cmd := &cobra.Command{
 		Use:   "memory",
 		Short: "Add, list, forget, import and export a workspace's memories",
-		Long: `Structured memories live in <workspace>/.loom/memory.db (or where loom.yaml's
-memory.db says). Each has a category, content, a scope (a user, or the whole
+		Long: `Structured memories live in <workspace>/.loom/memory.db, or in the file
+loom.yaml's memory.db names inside the workspace. Only the operator can put
+them outside it: --memory-db FILE or LOOM_MEMORY_DB=FILE. Each has a category, content, a scope (a user, or the whole
 workspace) and the chat it came from. Nothing is ever deleted: a memory that
 is superseded or forgotten stays listable with --all.
 
@@ -164,15 +165,16 @@ func load(dir string) (*workspaceMemory, error) {
 	if err != nil {
 		return nil, err
 	}
-	wm := &workspaceMemory{cats: memory.DefaultCategories, dbPath: memory.DBPath(ws.Root())}
+	dbPath, err := config.MemoryStoreLocation(ws.Root(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	wm := &workspaceMemory{cats: memory.DefaultCategories, dbPath: dbPath}
 	if len(cfg.Memory.Categories) > 0 {
 		wm.cats = make([]memory.Category, len(cfg.Memory.Categories))
 		for i, c := range cfg.Memory.Categories {
 			wm.cats[i] = memory.Category{Name: c.Name, Label: c.Label}
 		}
-	}
-	if cfg.Memory.DB != "" {
-		wm.dbPath = filepath.Join(ws.Root(), filepath.FromSlash(cfg.Memory.DB))
 	}
 	return wm, nil
 }

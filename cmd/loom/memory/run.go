@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -120,8 +119,11 @@ type record struct {
 	Forgotten    bool   `json:"forgotten,omitempty"`
 }
 
+// maxImportFile bounds the JSONL file memory import reads.
+const maxImportFile = 64 << 20
+
 func importRun(opts *Options) error {
-	data, err := os.ReadFile(opts.File)
+	data, err := cmdutil.ReadFileLimit(opts.File, maxImportFile, opts.IO.In)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -191,7 +190,7 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 	}
 	var prev *messages.Report
 	if o.CacheDiff != "" {
-		data, err := os.ReadFile(o.CacheDiff)
+		data, err := cmdutil.ReadFileLimit(o.CacheDiff, cmdutil.DefaultReadLimit, nil)
 		if err != nil {
 			return err
 		}
@@ -290,14 +289,11 @@ func (o *MessagesOptions) runtime() (messages.Runtime, error) {
 	return rt, nil
 }
 
+// maxMessageFile bounds --message-file: a user message, not a corpus.
+const maxMessageFile = 8 << 20
+
 func readMessage(path string, stdin io.Reader) (string, error) {
-	var data []byte
-	var err error
-	if path == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(path)
-	}
+	data, err := cmdutil.ReadFileLimit(path, maxMessageFile, stdin)
 	if err != nil {
 		return "", err
 	}

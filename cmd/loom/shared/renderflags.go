@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -110,7 +109,7 @@ func (f *RenderFlags) Options() (prompt.Options, error) {
 		}
 	}
 	if f.ForkFile != "" {
-		data, err := os.ReadFile(f.ForkFile)
+		data, err := cmdutil.ReadFileLimit(f.ForkFile, cmdutil.DefaultReadLimit, nil)
 		if err != nil {
 			return o, err
 		}

@@ -5,8 +5,6 @@ package tokens
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"unicode/utf8"
 
@@ -143,18 +141,22 @@ func tokensRun(opts *TokensOptions) error {
 	return err
 }
 
+// maxInput bounds what tokens reads, so that /dev/zero or an endless pipe
+// ends in an error rather than in exhausted memory.
+const maxInput = 64 << 20
+
 // readInput returns the input's name for messages and its bytes.
 func readInput(opts *TokensOptions) (string, []byte, error) {
 	if opts.File == "" || opts.File == "-" {
-		data, err := io.ReadAll(opts.IO.In)
+		data, err := cmdutil.ReadFileLimit("-", maxInput, opts.IO.In)
 		if err != nil {
-			return "<stdin>", nil, fmt.Errorf("<stdin>: %w", err)
+			return "<stdin>", nil, err
 		}
 		return "<stdin>", data, nil
 	}
 	// An argument names any file, not one inside a workspace, so this reads
 	// it directly. The *PathError already says "open FILE: …".
-	data, err := os.ReadFile(opts.File)
+	data, err := cmdutil.ReadFileLimit(opts.File, maxInput, nil)
 	if err != nil {
 		return opts.File, nil, err
 	}
