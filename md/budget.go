@@ -361,8 +361,8 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 	}
 	if p == nil {
 		for _, rc := range recs {
-			if rc.scope.Name == "" && rc.cut == nil {
-				continue
+			if (rc.scope.Name == "" && rc.cut == nil) || rc.text == "" {
+				continue // nothing of it is in the prompt, and nothing was dropped
 			}
 			e := entry(rc.scope)
 			e.Tokens, e.Status = count(rc.text), Kept
@@ -383,11 +383,20 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 	for idx, si := range p.scopes {
 		rc, ok := rendered[idx]
 		direct := p.isDropped(idx)
-		if si.s.Name == "" && ok && rc.cut == nil {
+		if si.s.Name == "" && ok && rc.cut == nil && !rc.gone && !rc.emptied {
 			continue
+		}
+		if ok && rc.text == "" && !rc.emptied {
+			continue // it rendered nothing of its own: nothing to report
 		}
 		e := entry(si.s)
 		switch {
+		case ok && (rc.gone || rc.emptied):
+			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
+			e.Reason = fmt.Sprintf("everything in it was dropped to fit the budget of %d tokens, so it was left out", rd.budget)
+			if rc.gone && !rc.emptied {
+				e.Reason = fmt.Sprintf("left out with its section, whose entries were all dropped to fit the budget of %d tokens", rd.budget)
+			}
 		case ok:
 			e.Tokens, e.Status = count(rc.text), Kept
 			if rc.cut != nil {
@@ -401,7 +410,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 			locate(&e, rc.text, rc.depth)
 		case direct:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
-			e.Reason = fmt.Sprintf("priority %d, among the lowest, dropped to fit the budget of %d tokens", si.s.Priority, rd.budget)
+			e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d, among the lowest)", rd.budget, si.s.Priority)
 		default:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
 			e.Reason = "left out with the scope around it"

@@ -435,3 +435,28 @@ func TestBudgetSectionGoesWithItsIntroduction(t *testing.T) {
 		t.Errorf("got %q", some.Text)
 	}
 }
+
+// A scope whose text a section removed (its entries were all dropped) is not
+// in the prompt, so the report must not call it kept.
+func TestReportAgreesWithRemovedSection(t *testing.T) {
+	tree := md.Doc(md.Text("keep"), md.Named("skills", md.Sec(2, "Skills",
+		md.Raw("Read a skill before using it."),
+		md.Named("list", md.Named("s1", md.Text("a b c")).Prio(1), md.Named("s2", md.Text("d e f")).Prio(2)).OnDrop(func(n int) md.Node {
+			return md.Textf("%d more", n)
+		}))), md.Named("empty", md.Text("")))
+	res, err := md.NewRenderer(md.WithCounter(words{}), md.WithBudget(3)).Render(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "keep" {
+		t.Fatalf("got %q", res.Text)
+	}
+	for _, e := range res.Report.Sections {
+		if e.Status != md.Dropped {
+			t.Errorf("%s is %s (%d tokens), but none of it is in %q", e.Name, e.Status, e.Tokens, res.Text)
+		}
+		if e.Name == "empty" {
+			t.Errorf("an empty scope that lost nothing is listed: %+v", e)
+		}
+	}
+}

@@ -32,6 +32,13 @@ type rec struct {
 	depth int // scopes around it
 	text  string
 	cut   *cutInfo
+	// gone is set when the scope rendered text that a section around it
+	// then removed, because every droppable scope in that section was
+	// dropped: the text is not in the prompt.
+	gone bool
+	// emptied is set when the scope rendered nothing because everything
+	// in it was dropped.
+	emptied bool
 }
 
 func (r *renderer) renderNode(buf []byte, n Node) []byte {
@@ -504,10 +511,18 @@ func (s *Section) render(r *renderer, buf []byte) []byte {
 	}
 	at := len(buf)
 	dropped, kept := r.dropped, r.kept
+	firstRec := len(r.recs)
 	buf = r.join(buf, s.Body, "\n\n")
 	// A section whose droppable parts were all dropped goes whole: what is
-	// left (an introduction, a notice) was there for them.
+	// left (an introduction, a notice) was there for them. The scopes that
+	// rendered inside it are then not in the prompt, and the report must
+	// say so.
 	if len(buf) == at || (r.dropped > dropped && r.kept == kept) {
+		for i := firstRec; i < len(r.recs); i++ {
+			if r.recs[i].text != "" {
+				r.recs[i].gone = true
+			}
+		}
 		return buf[:start]
 	}
 	return buf
@@ -588,6 +603,7 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	if slot >= 0 {
 		r.recs[slot].text = string(buf[start:])
 		r.recs[slot].cut = cut
+		r.recs[slot].emptied = len(buf) == start && r.dropped > droppedBefore
 	}
 	if s.Prioritized && len(buf) > start && r.offPlan == 0 {
 		r.kept++

@@ -166,17 +166,13 @@ func (st *state) skillsSummary() md.Node {
 	})
 }
 
-// adopt names the scope a package returned — the node itself, or the one
-// scope that is a section's whole body — so that each section appears once in
-// the report under its section name, and applies fn to it. A plain node is
-// wrapped in a new scope.
+// adopt makes n the top-level part called name, so that an override can
+// place it with {{ section:NAME }} and the report lists it once under that
+// name, and applies fn to it. A scope is renamed; anything else (a section
+// with its heading) is wrapped in a new scope, and a scope that is the
+// section's whole body loses its own name, so that the part is not listed
+// twice.
 func adopt(n md.Node, name string, fn func(*md.Scope)) md.Node {
-	rename := func(sc *md.Scope) *md.Scope {
-		c := *sc
-		c.Name = name
-		fn(&c)
-		return &c
-	}
 	switch n := n.(type) {
 	case nil:
 		return nil
@@ -184,15 +180,29 @@ func adopt(n md.Node, name string, fn func(*md.Scope)) md.Node {
 		if n == nil {
 			return nil
 		}
-		return rename(n)
+		c := *n
+		c.Name = name
+		fn(&c)
+		return &c
 	case *md.Section:
-		if n != nil && len(n.Body) == 1 {
+		if n == nil {
+			return nil
+		}
+		if len(n.Body) == 1 {
 			if sc, ok := n.Body[0].(*md.Scope); ok && sc != nil {
+				inner := *sc
+				inner.Name = ""
 				c := *n
-				c.Body = []md.Node{rename(sc)}
-				return &c
+				c.Body = []md.Node{&inner}
+				n = &c
 			}
 		}
+		sc := md.Named(name, n)
+		fn(sc)
+		return sc
+	}
+	if isNil(n) {
+		return nil
 	}
 	sc := md.Named(name, n)
 	fn(sc)

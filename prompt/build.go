@@ -108,10 +108,8 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 
 	if !st.disabled("skills") || !st.disabled("active_skills") {
 		st.skills = b.loadSkills(cfg)
+		// The set's diagnostics already hold every skill's own, once.
 		st.diags = append(st.diags, st.skills.Diagnostics...)
-		for _, s := range st.skills.Skills {
-			st.diags = append(st.diags, s.Diagnostics...)
-		}
 	}
 	if !opts.Subagent && !st.disabled("memory") {
 		if f, ok := ws.Read("memory/MEMORY.md", &st.diags); ok && strings.TrimSpace(f.Text) != "" {

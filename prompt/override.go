@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/workspace"
@@ -50,6 +51,7 @@ func (st *state) applyOverride(f *workspace.File, def md.Node, sections map[stri
 	text := strings.TrimRight(f.Text, "\n")
 	locs := placeholder.FindAllStringSubmatchIndex(text, -1)
 	if len(locs) == 0 {
+		st.nearMisses(f, text)
 		var kept []md.Node
 		for _, name := range st.cfg.Overrides.Keep {
 			if n, ok := sections[name]; ok {
@@ -63,23 +65,80 @@ func (st *state) applyOverride(f *workspace.File, def md.Node, sections map[stri
 	}
 	var parts md.Group
 	last := 0
+	placed := map[string]bool{}
 	for _, loc := range locs {
 		parts = append(parts, md.Text(text[last:loc[0]]))
-		if loc[4] < 0 { // default_prompt or nao_prompt
-			parts = append(parts, def)
-		} else {
+		last = loc[1]
+		key, node := "default_prompt", def
+		if loc[4] >= 0 {
 			name := text[loc[4]:loc[5]]
-			if n, ok := sections[name]; ok {
-				parts = append(parts, n)
-			} else {
+			n, ok := sections[name]
+			if !ok {
 				st.diags.Add(workspace.Warning, f.Path, lineAt(text, loc[0]), "prompt.unknown-section",
 					"{{ section:%s }} names no section of the %s prompt (valid: %s)", name, st.preset, sectionNames(sections))
+				continue
 			}
+			// A scope takes the separator of the block it sits in; inside
+			// the override's text that is none, so it gets the blank lines
+			// it has in the default prompt.
+			key, node = "section:"+name, md.Doc(n)
 		}
-		last = loc[1]
+		// Each part is placed once: a repeated placeholder would copy the
+		// prompt again for every repetition, so a small file could make
+		// an unbounded one.
+		if placed[key] {
+			st.diags.Add(workspace.Warning, f.Path, lineAt(text, loc[0]), "prompt.repeated-placeholder",
+				"%s is placed again; each part of the prompt is placed only once, so this one is left empty", strings.TrimSpace(text[loc[0]:loc[1]]))
+			continue
+		}
+		placed[key] = true
+		parts = append(parts, node)
 	}
 	parts = append(parts, md.Text(text[last:]))
+	st.nearMisses(f, text)
 	return md.Named("override", md.Span(parts...)).From(f.Path)
+}
+
+// nearMiss matches any {{ … }} that is not too long, to look for
+// placeholders written with the wrong case or spacing.
+var nearMiss = regexp.MustCompile(`\{\{([^{}\n]{1,80})\}\}`)
+
+// nearMisses warns about {{ … }} that was probably meant as a placeholder
+// but does not match one exactly ({{ NAO_PROMPT }}, {{default prompt}},
+// {{ Section:skills }}): without a warning, a file whose only placeholder is
+// misspelt silently replaces the whole prompt.
+func (st *state) nearMisses(f *workspace.File, text string) {
+	for _, loc := range nearMiss.FindAllStringSubmatchIndex(text, -1) {
+		whole := text[loc[0]:loc[1]]
+		if placeholder.MatchString(whole) {
+			continue
+		}
+		if meant := meantPlaceholder(text[loc[2]:loc[3]]); meant != "" {
+			st.diags.Add(workspace.Warning, f.Path, lineAt(text, loc[0]), "prompt.placeholder-typo",
+				"%s is not a placeholder, so it is kept as text; did you mean %s?", whole, meant)
+		}
+	}
+}
+
+// meantPlaceholder returns the placeholder inner probably stands for, or "".
+func meantPlaceholder(inner string) string {
+	norm := strings.Map(func(r rune) rune {
+		switch r {
+		case ' ', '\t', '_', '-':
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, inner)
+	switch {
+	case norm == "defaultprompt" || norm == "default" || norm == "prompt":
+		return "{{ default_prompt }}"
+	case norm == "naoprompt":
+		return "{{ nao_prompt }}"
+	case strings.HasPrefix(norm, "section:") || strings.HasPrefix(norm, "sections:"):
+		_, name, _ := strings.Cut(strings.TrimSpace(inner), ":")
+		return "{{ section:" + strings.ToLower(strings.TrimSpace(name)) + " }}"
+	}
+	return ""
 }
 
 func lineAt(text string, offset int) int { return strings.Count(text[:offset], "\n") + 1 }

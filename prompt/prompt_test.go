@@ -216,8 +216,11 @@ func TestOverrides(t *testing.T) {
 		if !strings.HasPrefix(res.Prompt, "HEAD $& $$\n## Instructions") || !strings.Contains(res.Prompt, "`$$...$$`") {
 			t.Errorf("got %q", res.Prompt[:min(200, len(res.Prompt))])
 		}
-		if strings.Count(res.Prompt, "## Instructions") != 2 {
-			t.Error("both placeholders must be replaced")
+		if n := strings.Count(res.Prompt, "## Instructions"); n != 1 {
+			t.Errorf("the default prompt is placed %d times, want once", n)
+		}
+		if !hasDiag(res, "agent/prompts/system.md", "placed again") {
+			t.Errorf("no diagnostic for the repeated placeholder: %v", res.Report.Diagnostics)
 		}
 	})
 	t.Run("one section", func(t *testing.T) {

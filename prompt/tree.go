@@ -20,14 +20,15 @@ func (st *state) tree() md.Node {
 	if st.preset == Analyst {
 		sep = "\n\n"
 	}
-	def := md.Node(&md.Block{Sep: sep, Children: []md.Node{
+	parts := []md.Node{
 		md.Group(sections),
 		st.channelWrapper(),
 		st.chatLink(),
 		st.forkContext(),
-	}})
+	}
+	def := md.Node(&md.Block{Sep: sep, Children: parts})
 	if f := st.findOverride(); f != nil {
-		return st.applyOverride(f, def, namedSections(sections))
+		return st.applyOverride(f, def, namedSections(parts))
 	}
 	return def
 }

@@ -56,6 +56,9 @@ type parsed struct {
 	diags  workspace.Diagnostics
 	broken bool
 	hasFM  bool // the file opened a frontmatter
+	// name replaces the skill's name from its place: a flat skill is named
+	// by its frontmatter, as nao does. "" keeps the place's name.
+	name string
 }
 
 // parseSkill splits text (already normalised by the door) into frontmatter
@@ -215,7 +218,57 @@ func decodeFrontmatter(path, src string) (*Frontmatter, workspace.Diagnostics, e
 		}
 	}
 	fm.fill(path, values, &diags)
+	cutComments(path, src, fm, &diags)
 	return fm, diags, nil
+}
+
+// cutComments warns about a top-level text value that YAML cut at " #":
+// `description: Fetch #hashtags` reads as "Fetch", since the rest is a
+// comment. nanobot's line reader keeps the whole line, so a skill written
+// for it loses part of its text here, and the author must hear of it.
+func cutComments(path, src string, fm *Frontmatter, diags *workspace.Diagnostics) {
+	for _, key := range []string{"name", "description", "license", "compatibility"} {
+		line := fm.lines[key]
+		if line < 2 {
+			continue
+		}
+		raw, ok := srcLine(src, line-1)
+		if !ok {
+			continue
+		}
+		_, v, ok := strings.Cut(raw, ":")
+		if !ok {
+			continue
+		}
+		v = strings.TrimLeft(v, " \t")
+		if v == "" || strings.ContainsAny(v[:1], `"'|>[{&*!`) {
+			continue
+		}
+		i := strings.Index(v, " #")
+		if j := strings.Index(v, "\t#"); j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
+		if i < 0 {
+			continue
+		}
+		diags.Add(workspace.Warning, path, line, "skill.comment-cut",
+			"%s is cut at %q: YAML reads \" #\" and what follows as a comment, so the value is %q; quote the whole value to keep it",
+			key, strings.TrimSpace(v[i:]), strings.TrimSpace(v[:i]))
+	}
+}
+
+// srcLine returns line n (1-based) of src.
+func srcLine(src string, n int) (string, bool) {
+	for i := 1; ; i++ {
+		line, rest, more := strings.Cut(src, "\n")
+		if i == n {
+			return line, true
+		}
+		if !more {
+			return "", false
+		}
+		src = rest
+	}
 }
 
 // yamlCoords matches the "[line:column]" goccy puts in some messages.

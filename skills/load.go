@@ -306,12 +306,15 @@ func (l *Loader) loadOne(r *root, name, rel string, chk *checker, seen map[strin
 	ce, ok := l.cache[key]
 	l.cacheMu.Unlock()
 	if !ok || ce.file != f {
-		ce = cacheEntry{file: f, parsed: l.parse(s.Path, name, f)}
+		ce = cacheEntry{file: f, parsed: l.parse(s.Path, name, r.flat, f)}
 		l.cacheMu.Lock()
 		l.cache[key] = ce
 		l.cacheMu.Unlock()
 	}
 	p := ce.parsed
+	if p.name != "" {
+		s.Name = p.name
+	}
 	s.Frontmatter = p.fm
 	s.Body = p.body
 	s.raw = f.Text
@@ -325,7 +328,7 @@ func (l *Loader) loadOne(r *root, name, rel string, chk *checker, seen map[strin
 	return s
 }
 
-func (l *Loader) parse(display, name string, f *workspace.File) *parsed {
+func (l *Loader) parse(display, name string, flat bool, f *workspace.File) *parsed {
 	l.parses.Add(1)
 	p := parseSkill(display, f.Text)
 	var diags workspace.Diagnostics
@@ -334,6 +337,14 @@ func (l *Loader) parse(display, name string, f *workspace.File) *parsed {
 	}
 	diags = append(diags, p.diags...)
 	if !p.broken && p.hasFM {
+		// nao names a flat agent/skills/<file>.md skill by its frontmatter
+		// name; the file name is only the fallback. A folder skill keeps its
+		// folder's name, so that it is always found where its name says.
+		if flat {
+			if n := strings.TrimSpace(p.fm.Name); usableName(n) {
+				name, p.name = n, n
+			}
+		}
 		validate(display, name, &p.fm, &diags)
 	}
 	p.diags = diags
@@ -415,4 +426,19 @@ func (s *Set) ByLocation(loc string) (*Skill, bool) {
 		}
 	}
 	return nil, false
+}
+
+// usableName reports whether a frontmatter name can name a flat skill: it
+// must be something a user can type after "/" and that reads as one word in
+// a listing. Anything else keeps the file's name, with validate's warning.
+func usableName(n string) bool {
+	if n == "" || len(n) > MaxNameLen {
+		return false
+	}
+	for _, r := range n {
+		if r <= ' ' || r == '/' || r == '\\' || r == 0x7f || r == '<' || r == '>' || r == '&' || r == '"' || r == '\'' {
+			return false
+		}
+	}
+	return true
 }

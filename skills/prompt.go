@@ -95,7 +95,7 @@ func (s *Set) Summary(opts PromptOptions) md.Node {
 	for i, sk := range list {
 		children := []md.Node{
 			md.XML("name", nil, md.Text(sk.Name)),
-			md.XML("description", nil, md.Text(strings.TrimSpace(sk.Description()))),
+			md.XML("description", nil, md.Text(describe(sk))),
 			md.XML("location", nil, md.Text(sk.Location)),
 		}
 		if !sk.Available {
@@ -125,7 +125,7 @@ func (s *Set) Listing(opts PromptOptions) md.Node {
 	for i, sk := range list {
 		entries[i] = entryScope(sk, opts.Priority-i, md.Group{
 			md.Title(min(lv+1, 6), md.Raw("Skill: "), md.Text(sk.Name)),
-			md.P(md.Bold(md.Raw("Description:")), md.Raw(" "), md.Text(strings.TrimSpace(sk.Description()))),
+			md.P(md.Bold(md.Raw("Description:")), md.Raw(" "), md.Text(describe(sk))),
 			md.P(md.Bold(md.Raw("Location:")), md.Raw(" "), md.Code(sk.Location)),
 			md.If(!sk.Available, md.P(md.Bold(md.Raw("Needs:")), md.Raw(" "), md.Text(sk.MissingText()))),
 		})
@@ -158,6 +158,15 @@ func (s *Set) Active(opts PromptOptions) md.Node {
 		return nil
 	}
 	return md.Sec(level(opts, 1), "Active Skills", md.Named("active-skills", parts...))
+}
+
+// describe is the skill's description as listed: a skill without one is
+// described by its name, as nanobot does, rather than by an empty element.
+func describe(sk *Skill) string {
+	if d := strings.TrimSpace(sk.Description()); d != "" {
+		return d
+	}
+	return sk.Name
 }
 
 func entryScope(sk *Skill, prio int, n md.Node) *md.Scope {

@@ -32,9 +32,10 @@ const (
 // found out about it.
 type Skill struct {
 	// Name is the skill's identity: its folder's name, or for a flat
-	// agent/skills/*.md file the file name without ".md". The frontmatter
-	// name is checked against it but never replaces it, so a skill is always
-	// found where its name says.
+	// agent/skills/*.md file its frontmatter name, as in nao (the file name
+	// without ".md" when the frontmatter has none). A folder skill's
+	// frontmatter name is checked against the folder but never replaces it,
+	// so such a skill is always found where its name says.
 	Name   string `json:"name"`
 	Source Source `json:"source"`
 	// Path names the file in diagnostics: workspace-relative for workspace

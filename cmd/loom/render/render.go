@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -79,7 +80,7 @@ func renderRun(ctx context.Context, opts *Options) error {
 	}
 	shared.PrintDiagnostics(opts.IO.ErrOut, res)
 	if opts.Report {
-		WriteReport(opts.IO.ErrOut, &res.Report)
+		writeReport(opts.IO.ErrOut, &res.Report, false)
 	}
 	return err
 }
@@ -113,10 +114,29 @@ func runRender(ctx context.Context, f *shared.RenderFlags, textOnly bool) (*prom
 
 // WriteReport prints a report as a table: section, sources, tokens, status,
 // then the totals and the diagnostics.
-func WriteReport(w io.Writer, r *prompt.Report) {
+func WriteReport(w io.Writer, r *prompt.Report) { writeReport(w, r, true) }
+
+// writeReport prints the table, and the diagnostics when diags is set (loom
+// render prints them on their own already). Memories left out for the same
+// reason share one row: a store of thousands would otherwise fill the table
+// with rows of the same words. The JSON report keeps one entry each.
+func writeReport(w io.Writer, r *prompt.Report, diags bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SECTION\tSOURCES\tTOKENS\tSTATUS\tPRIORITY\tREASON")
-	for _, s := range r.Sections {
+	secs := r.Sections
+	for i := 0; i < len(secs); i++ {
+		s := secs[i]
+		if isMemory(s) {
+			j, tokens := i, 0
+			for ; j < len(secs) && isMemory(secs[j]) && foldKey(secs[j].Reason) == foldKey(s.Reason); j++ {
+				tokens += secs[j].Tokens
+			}
+			if j-i > 1 {
+				fmt.Fprintf(tw, "%d memories\t-\t%d\t%s\t-\t%s\n", j-i, tokens, s.Status, foldKey(s.Reason))
+				i = j - 1
+				continue
+			}
+		}
 		src := "-"
 		if len(s.Sources) > 0 {
 			src = s.Sources[0]
@@ -136,10 +156,23 @@ func WriteReport(w io.Writer, r *prompt.Report) {
 		budget = fmt.Sprint(*r.Budget)
 	}
 	fmt.Fprintf(w, "total: %d tokens (%s), budget: %s, preset: %s\n", r.Tokens, r.Encoding, budget, r.Preset)
-	if len(r.Diagnostics) > 0 {
+	if diags && len(r.Diagnostics) > 0 {
 		fmt.Fprintf(w, "diagnostics:\n")
 		for _, d := range r.Diagnostics {
 			fmt.Fprintf(w, "  %s\n", d)
 		}
 	}
+}
+
+// isMemory reports whether e is one structured memory left out of the prompt.
+func isMemory(e md.Entry) bool {
+	return e.Status == md.Dropped && strings.HasPrefix(e.Name, "memory/")
+}
+
+// foldKey is a reason without its per-entry detail in parentheses.
+func foldKey(reason string) string {
+	if i := strings.Index(reason, " ("); i >= 0 {
+		return reason[:i]
+	}
+	return reason
 }

@@ -1,9 +1,16 @@
 package render
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/loomctx/loom/memory"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 )
@@ -90,5 +97,68 @@ func TestRenderReportAndErrors(t *testing.T) {
 		} else if _, ok := err.(*cmdutil.FlagError); !ok {
 			t.Errorf("%v: %v is not a usage error", args, err)
 		}
+	}
+}
+
+func writeWS(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// Each warning reaches stderr once, with or without --report, and memories
+// left out for one reason share one row of the table.
+func TestWarningsOnceAndMemoriesFolded(t *testing.T) {
+	dir := writeWS(t, map[string]string{
+		"AGENTS.md":           "Be kind.\n",
+		"skills/odd/SKILL.md": "---\nname: odd\n---\nNo description here.\n",
+	})
+	store, err := memory.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mems []memory.NewMemory
+	for i := range 60 {
+		mems = append(mems, memory.NewMemory{Category: "personal_fact", Content: fmt.Sprintf("Remembered fact number %d about the user's habits and projects.", i)})
+	}
+	if _, err := store.Add(context.Background(), mems...); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	for _, args := range [][]string{{"-w", dir}, {"-w", dir, "--report"}} {
+		_, errOut, err := run(t, append(args, "--memory-budget", "100")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(errOut, "description is missing"); n != 1 {
+			t.Errorf("%v: the warning is printed %d times:\n%s", args, n, errOut)
+		}
+		if len(args) == 3 {
+			if !regexp.MustCompile(`(?m)^\d+ memories .*did not fit the memory budget`).MatchString(errOut) {
+				t.Errorf("no folded memory row:\n%s", errOut)
+			}
+			if n := len(regexp.MustCompile(`(?m)^memory/\S+ .*dropped`).FindAllString(errOut, -1)); n > 0 {
+				t.Errorf("%d rows for single memories:\n%s", n, errOut)
+			}
+		}
+	}
+	out, _, err := run(t, "-w", dir, "--memory-budget", "100", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out, "description is missing"); n != 1 {
+		t.Errorf("the JSON report holds the warning %d times", n)
+	}
+	if n := strings.Count(out, `"name": "memory/`); n < 40 {
+		t.Errorf("the JSON report has %d memory entries, want one per memory", n)
 	}
 }
