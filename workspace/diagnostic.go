@@ -36,11 +36,14 @@ type Diagnostic struct {
 }
 
 // String formats d the way compilers do:
-// "skills/pdf/SKILL.md:3: warning: description is too long".
+// "skills/pdf/SKILL.md:3: warning: description is too long". A path with
+// control characters or quotes is quoted ([QuotePath]) and control
+// characters in the message are escaped ([OneLine]), so one diagnostic is
+// always one line.
 func (d Diagnostic) String() string {
 	var b strings.Builder
 	if d.Path != "" {
-		b.WriteString(d.Path)
+		b.WriteString(QuotePath(d.Path))
 		if d.Line > 0 {
 			fmt.Fprintf(&b, ":%d", d.Line)
 		}
@@ -48,7 +51,7 @@ func (d Diagnostic) String() string {
 	}
 	b.WriteString(d.Severity.String())
 	b.WriteString(": ")
-	b.WriteString(d.Message)
+	b.WriteString(OneLine(d.Message))
 	return b.String()
 }
 

@@ -32,6 +32,12 @@ var (
 	ErrTooLarge   = errors.New("file is too large")
 	ErrBinary     = errors.New("binary file (contains a NUL byte)")
 	ErrLoop       = errors.New("symlink loop")
+	// ErrSymlink refuses a symlink where loom does not follow one: anywhere
+	// on the path of a file it writes, or of private data it reads back.
+	ErrSymlink = errors.New("is or passes through a symlink, which loom does not follow here")
+	// ErrChanged means the file kept changing into something else (a
+	// symlink, say) between the look-up and the open.
+	ErrChanged = errors.New("changed while being opened")
 )
 
 // RefusedError is returned when the door refuses a file. Path is
@@ -47,7 +53,7 @@ func (e *RefusedError) Error() string {
 	if e.Detail != "" {
 		msg += " (" + e.Detail + ")"
 	}
-	return e.Path + ": " + msg
+	return QuotePath(e.Path) + ": " + msg
 }
 
 func (e *RefusedError) Unwrap() error { return e.Reason }
@@ -88,7 +94,7 @@ type File struct {
 type Workspace struct {
 	root    string // absolute, symlinks resolved; "" when backed by fsys
 	fsys    fs.FS  // set for embedded examples
-	maxSize int64
+	maxSize atomic.Int64
 
 	gen atomic.Uint64 // see [Workspace.Generation]
 
@@ -111,7 +117,7 @@ type Option func(*Workspace)
 func WithMaxFileSize(n int64) Option {
 	return func(w *Workspace) {
 		if n > 0 {
-			w.maxSize = n
+			w.maxSize.Store(n)
 		}
 	}
 }
@@ -137,7 +143,8 @@ func Open(dir string, opts ...Option) (*Workspace, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("workspace %s: not a folder", dir)
 	}
-	w := &Workspace{root: real, maxSize: DefaultMaxFileSize, memo: map[memoKey]*entry{}}
+	w := &Workspace{root: real, memo: map[memoKey]*entry{}}
+	w.maxSize.Store(DefaultMaxFileSize)
 	for _, o := range opts {
 		o(w)
 	}
@@ -147,7 +154,8 @@ func Open(dir string, opts ...Option) (*Workspace, error) {
 // OpenFS opens a read-only workspace backed by fsys, such as an embedded
 // example. It has no symlinks, so only the size, binary and UTF-8 rules apply.
 func OpenFS(fsys fs.FS, opts ...Option) *Workspace {
-	w := &Workspace{fsys: fsys, maxSize: DefaultMaxFileSize, memo: map[memoKey]*entry{}}
+	w := &Workspace{fsys: fsys, memo: map[memoKey]*entry{}}
+	w.maxSize.Store(DefaultMaxFileSize)
 	for _, o := range opts {
 		o(w)
 	}
@@ -220,7 +228,7 @@ func (w *Workspace) readDir(rel string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := readDir(real)
+	entries, err := w.readDirReal(rel, real)
 	if err != nil {
 		return nil, err
 	}
@@ -296,6 +304,10 @@ func RefusalCode(err error) string {
 		return "read.binary"
 	case errors.Is(err, ErrLoop):
 		return "read.loop"
+	case errors.Is(err, ErrSymlink):
+		return "read.symlink"
+	case errors.Is(err, ErrChanged):
+		return "read.changed"
 	}
 	return "read.error"
 }
@@ -314,33 +326,96 @@ func RefusalMessage(err error) string {
 }
 
 func (w *Workspace) load(rel string) (*File, error) {
-	real, err := w.resolve(rel)
+	for try := 0; ; try++ {
+		real, err := w.resolve(rel)
+		if err != nil {
+			return nil, err
+		}
+		f, err := w.readReal(rel, real)
+		if errors.Is(err, errSymlinkMet) {
+			// The path changed between resolve and open: look again.
+			if try < 3 {
+				continue
+			}
+			return nil, &RefusedError{Path: rel, Reason: ErrChanged}
+		}
+		return f, err
+	}
+}
+
+// readReal opens real, the resolved path of rel, relative to the root with
+// no symlink followed, so that what is read is what resolve checked. The
+// descriptor is checked with fstat (a regular file, within the size cap),
+// never the path.
+func (w *Workspace) readReal(rel, real string) (*File, error) {
+	data, st, err := w.readBeneath(rel, relTo(w.root, real), w.maxSize.Load())
 	if err != nil {
 		return nil, err
 	}
-	st, err := stat(real)
+	return newFile(rel, data, idOf(st))
+}
+
+// readBeneath reads relReal under the root with no symlink followed. rel is
+// the name errors give.
+func (w *Workspace) readBeneath(rel, relReal string, limit int64) ([]byte, fs.FileInfo, error) {
+	fh, err := w.openIn(rel, relReal, os.O_RDONLY, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &RefusedError{Path: rel, Reason: ErrNotRegular, Detail: modeName(st.Mode())}
+		return nil, nil, &RefusedError{Path: rel, Reason: ErrNotRegular, Detail: modeName(st.Mode())}
 	}
-	if st.Size() > w.maxSize {
-		return nil, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("%d bytes; the limit is %d", st.Size(), w.maxSize)}
+	if st.Size() > limit {
+		return nil, nil, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("%d bytes; the limit is %d", st.Size(), limit)}
 	}
-	fh, err := open(real)
+	// One read into a buffer of the right size; one byte more finds a file
+	// that grew since the fstat.
+	buf := make([]byte, st.Size()+1)
+	n, err := io.ReadFull(fh, buf)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, nil, err
+	}
+	if n > int(st.Size()) {
+		rest, err := io.ReadAll(io.LimitReader(fh, limit-int64(n)+1))
+		if err != nil {
+			return nil, nil, err
+		}
+		buf = append(buf[:n], rest...)
+		n = len(buf)
+		if int64(n) > limit {
+			return nil, nil, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("more than %d bytes", limit)}
+		}
+	}
+	return buf[:n], st, nil
+}
+
+// readDirReal lists real, the resolved path of rel, opened relative to the
+// root with no symlink followed.
+func (w *Workspace) readDirReal(rel, real string) ([]fs.DirEntry, error) {
+	fh, err := w.openIn(rel, relTo(w.root, real), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if errors.Is(err, errSymlinkMet) {
+		return nil, &RefusedError{Path: rel, Reason: ErrChanged}
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, w.maxSize+1))
-	if err != nil {
-		return nil, err
+	return fh.ReadDir(-1)
+}
+
+// relTo is target relative to root, slash-separated, "" for root itself.
+// Both are clean absolute paths with target within root.
+func relTo(root, target string) string {
+	r, err := filepath.Rel(root, target)
+	if err != nil || r == "." {
+		return ""
 	}
-	if int64(len(data)) > w.maxSize {
-		return nil, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("more than %d bytes", w.maxSize)}
-	}
-	return newFile(rel, data, idOf(st))
+	return filepath.ToSlash(r)
 }
 
 // loadFS loads from an fs.FS, which is taken never to change, so every
@@ -361,8 +436,8 @@ func (w *Workspace) readFS(rel string) (*File, error) {
 	if !st.Mode().IsRegular() {
 		return nil, &RefusedError{Path: rel, Reason: ErrNotRegular, Detail: modeName(st.Mode())}
 	}
-	if st.Size() > w.maxSize {
-		return nil, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("%d bytes; the limit is %d", st.Size(), w.maxSize)}
+	if limit := w.maxSize.Load(); st.Size() > limit {
+		return nil, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("%d bytes; the limit is %d", st.Size(), limit)}
 	}
 	data, err := fs.ReadFile(w.fsys, rel)
 	if err != nil {
@@ -373,7 +448,9 @@ func (w *Workspace) readFS(rel string) (*File, error) {
 
 // Normalize applies the door's text rules to data read from elsewhere (a
 // file named on the command line, say): it strips a UTF-8 BOM, turns CRLF
-// into LF and replaces invalid UTF-8 with U+FFFD. It reports what it changed.
+// into LF, replaces invalid UTF-8 with U+FFFD and removes C0 control
+// characters other than tab and newline ([StripControls]). It reports what
+// it changed.
 func Normalize(data []byte) (string, []string) {
 	var repairs []string
 	if bytes.HasPrefix(data, []byte("\xEF\xBB\xBF")) {
@@ -386,7 +463,12 @@ func Normalize(data []byte) (string, []string) {
 		data = bytes.ToValidUTF8(data, []byte("\uFFFD"))
 		repairs = append(repairs, "invalid UTF-8 replaced with U+FFFD")
 	}
-	return string(data), repairs
+	text := string(data)
+	if HasControls(text) {
+		text = StripControls(text)
+		repairs = append(repairs, "control characters removed")
+	}
+	return text, repairs
 }
 
 func newFile(rel string, data []byte, id FileID) (*File, error) {
@@ -493,12 +575,3 @@ func evalSymlinks(name string) (string, error) {
 	return filepath.EvalSymlinks(name)
 }
 
-func readDir(name string) ([]fs.DirEntry, error) {
-	diskOps.Add(1)
-	return os.ReadDir(name)
-}
-
-func open(name string) (*os.File, error) {
-	diskOps.Add(1)
-	return os.Open(name)
-}

@@ -62,13 +62,13 @@ func PrintDiagnostics(w io.Writer, diags []workspace.Diagnostic) {
 		b.WriteString(d.Severity.String())
 		b.WriteString(": ")
 		if d.Path != "" {
-			b.WriteString(d.Path)
+			b.WriteString(workspace.QuotePath(d.Path))
 			if d.Line > 0 {
 				fmt.Fprintf(&b, ":%d", d.Line)
 			}
 			b.WriteString(": ")
 		}
-		b.WriteString(d.Message)
+		b.WriteString(workspace.OneLine(d.Message))
 		fmt.Fprintln(w, b.String())
 	}
 }

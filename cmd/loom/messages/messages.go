@@ -303,10 +303,10 @@ func readMessage(path string, stdin io.Reader) (string, error) {
 // warn prints dropped media, the cache diff and warnings on stderr.
 func warn(w io.Writer, r messages.Report) {
 	for _, d := range r.DroppedMedia {
-		fmt.Fprintf(w, "loom: warning: %s: attachment dropped (%s): %s\n", d.Path, d.Code, d.Reason)
+		fmt.Fprintf(w, "loom: warning: %s: attachment dropped (%s): %s\n", workspace.QuotePath(d.Path), d.Code, workspace.OneLine(d.Reason))
 	}
 	for _, s := range r.Warnings {
-		fmt.Fprintf(w, "loom: warning: %s\n", s)
+		fmt.Fprintf(w, "loom: warning: %s\n", workspace.OneLine(s))
 	}
 	if r.CacheDiff != nil {
 		fmt.Fprintf(w, "loom: cache: %s\n", r.CacheDiff.Reason)

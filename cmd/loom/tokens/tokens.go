@@ -125,7 +125,7 @@ func tokensRun(opts *TokensOptions) error {
 		warnings = append(warnings, fmt.Sprintf("unknown model %q: counted with %s", opts.Model, res.Encoding))
 	}
 	for _, w := range warnings {
-		fmt.Fprintf(opts.IO.ErrOut, "loom: warning: %s: %s\n", name, w)
+		fmt.Fprintf(opts.IO.ErrOut, "loom: warning: %s: %s\n", workspace.QuotePath(name), workspace.OneLine(w))
 	}
 
 	res.Tokens = counter.Count(text)

@@ -1,0 +1,107 @@
+//go:build unix
+
+package atomicfile
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"golang.org/x/sys/unix"
+)
+
+// WriteFileAt is [WriteFile] relative to an open folder: name (one path
+// component) in the folder dirfd is replaced by data. The temporary file
+// is created with O_EXCL|O_NOFOLLOW in the same folder, written, given perm,
+// synced and renamed over name; then the folder is synced. The caller
+// decides perm (WriteFileAt does not look at an existing file) and has
+// already checked that name is not a symlink: rename replaces a symlink
+// itself, never what it points to, so even a race there writes nothing
+// outside the folder.
+func WriteFileAt(dirfd int, name string, data []byte, perm fs.FileMode) (err error) {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := "." + name + ".tmp-" + hex.EncodeToString(rnd[:])
+	fd, err := openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("%s: create a temporary file: %w", name, err)
+	}
+	defer func() {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		if err != nil {
+			unix.Unlinkat(dirfd, tmp, 0)
+		}
+	}()
+	for rest := data; len(rest) > 0; {
+		n, werr := unix.Write(fd, rest)
+		if werr == unix.EINTR {
+			continue
+		}
+		if werr != nil {
+			return fmt.Errorf("%s: %w", name, werr)
+		}
+		rest = rest[n:]
+	}
+	if err = unix.Fchmod(fd, uint32(perm.Perm())); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err = unix.Fsync(fd); err != nil {
+		return fmt.Errorf("%s: sync: %w", name, err)
+	}
+	cerr := unix.Close(fd)
+	fd = -1
+	if cerr != nil {
+		return fmt.Errorf("%s: %w", name, cerr)
+	}
+	if err = unix.Renameat(dirfd, tmp, dirfd, name); err != nil {
+		return fmt.Errorf("%s: rename: %w", name, err)
+	}
+	if serr := unix.Fsync(dirfd); serr != nil && !errors.Is(serr, unix.EINVAL) && !errors.Is(serr, unix.EBADF) {
+		return fmt.Errorf("%s: sync the folder: %w", name, serr)
+	}
+	return nil
+}
+
+// AppendAt is [Append] relative to an open folder, with O_NOFOLLOW: a
+// symlink at name is refused (the error is ELOOP), and so is anything that
+// is not a regular file.
+func AppendAt(dirfd int, name string, data []byte, perm fs.FileMode) error {
+	fd, err := openat(dirfd, name, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, uint32(perm.Perm()))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s: not a regular file", name)
+	}
+	for {
+		n, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n != len(data) {
+			return fmt.Errorf("%s: short append (%d of %d bytes)", name, n, len(data))
+		}
+		return nil
+	}
+}
+
+func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, flags, mode)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}

@@ -1,0 +1,52 @@
+//go:build linux
+
+package workspace
+
+import (
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// noOpenat2 is set once openat2 turned out to be missing (a kernel before
+// 5.6, or a seccomp filter that refuses it); the door then walks.
+var noOpenat2 atomic.Bool
+
+// openBeneath opens rel under dirfd with no symlink followed anywhere and no
+// way out of dirfd: openat2 with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or a
+// per-component O_NOFOLLOW walk where openat2 is missing.
+func openBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
+	diskOps.Add(1)
+	if noOpenat2.Load() {
+		return walkOpen(dirfd, rel, flags, mode)
+	}
+	name := rel
+	if name == "" {
+		name = "."
+	}
+	how := &unix.OpenHow{
+		Flags:   uint64(flags | unix.O_NOFOLLOW | openFlags),
+		Mode:    uint64(mode),
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	for {
+		fd, err := unix.Openat2(dirfd, name, how)
+		switch err {
+		case nil:
+			return fd, nil
+		case unix.EINTR, unix.EAGAIN: // EAGAIN: a rename raced the lookup
+			continue
+		case unix.ENOSYS:
+			noOpenat2.Store(true)
+			return walkOpen(dirfd, rel, flags, mode)
+		case unix.ELOOP, unix.EXDEV, unix.ENOTDIR:
+			// A symlink or a way out (ENOTDIR: O_DIRECTORY met a
+			// symlink): the walk says where.
+			return walkOpen(dirfd, rel, flags, mode)
+		}
+		return -1, err
+	}
+}
+
+// pathFlag opens the root as a bare handle for lookups.
+const pathFlag = unix.O_PATH

@@ -1,0 +1,121 @@
+//go:build unix
+
+package workspace
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The confined door: every file the workspace opens is opened relative to a
+// descriptor of its root, one name at a time or with openat2, so that a
+// symlink swapped in between a check and the open can never lead outside.
+
+// errSymlinkMet means the open met a symlink (or a path leaving the root)
+// where none may be.
+var errSymlinkMet = errors.New("met a symlink")
+
+// openFlags are added to every open: no controlling terminal, no descriptor
+// leaking into children, and O_NONBLOCK so that opening a named pipe never
+// waits for a writer.
+const openFlags = unix.O_CLOEXEC | unix.O_NOCTTY | unix.O_NONBLOCK
+
+// walkOpen opens rel (slash-separated, clean, relative; "" is dirfd itself)
+// under dirfd one component at a time with O_NOFOLLOW, so no symlink is
+// followed anywhere on the way. flags apply to the last component; the
+// folders on the way are opened as folders. A symlink met on the way gives
+// a *symlinkError naming the prefix where it was met.
+func walkOpen(dirfd int, rel string, flags int, mode uint32) (int, error) {
+	if rel == "" {
+		rel = "."
+	}
+	parts := strings.Split(rel, "/")
+	cur := dirfd
+	closeCur := func() {
+		if cur != dirfd {
+			unix.Close(cur)
+		}
+	}
+	for i, c := range parts {
+		last := i == len(parts)-1
+		fl := unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | openFlags
+		var m uint32
+		if last {
+			fl = flags | unix.O_NOFOLLOW | openFlags
+			m = mode
+		}
+		if c == ".." {
+			closeCur()
+			return -1, errSymlinkMet
+		}
+		fd, err := openatRetry(cur, c, fl, m)
+		if err != nil {
+			if err == unix.ELOOP || err == unix.ENOTDIR || err == unix.EMLINK {
+				var st unix.Stat_t
+				if unix.Fstatat(cur, c, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+					closeCur()
+					return -1, &symlinkError{at: strings.Join(parts[:i+1], "/")}
+				}
+			}
+			closeCur()
+			return -1, err
+		}
+		closeCur()
+		cur = fd
+	}
+	return cur, nil
+}
+
+// symlinkError says which prefix of a path was a symlink.
+type symlinkError struct{ at string }
+
+func (e *symlinkError) Error() string { return QuotePath(e.at) + " is a symlink" }
+func (e *symlinkError) Unwrap() error { return errSymlinkMet }
+
+func openatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, flags, mode)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// rootFD opens the workspace root for one operation; the caller closes it.
+// It is not kept open: a kernel keeps a folder's watch from reporting its
+// removal while any descriptor of it is open.
+func (w *Workspace) rootFD() (int, error) {
+	fd, err := openatRetry(unix.AT_FDCWD, w.root, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|pathFlag, 0)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: w.root, Err: err}
+	}
+	return fd, nil
+}
+
+// openIn opens relReal (clean, slash-separated, relative to the root) with
+// no symlink followed and no way out of the root. rel is the name errors
+// give. A symlink met on the way gives an error wrapping errSymlinkMet.
+func (w *Workspace) openIn(rel, relReal string, flags int, perm fs.FileMode) (*os.File, error) {
+	if w.fsys != nil {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: errors.ErrUnsupported}
+	}
+	root, err := w.rootFD()
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(root)
+	fd, err := openBeneath(root, relReal, flags, uint32(perm.Perm()))
+	if err != nil {
+		var se *symlinkError
+		if errors.As(err, &se) || errors.Is(err, errSymlinkMet) {
+			return nil, err
+		}
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: err}
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(w.root, filepath.FromSlash(relReal))), nil
+}

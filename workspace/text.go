@@ -1,0 +1,72 @@
+package workspace
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// QuotePath returns p as it may be shown in a diagnostic: unchanged when it
+// is plain printable text, else Go-quoted ("a\nb", "\x1b[31m"), so that a
+// file name can neither forge a line of output nor reach the terminal as an
+// escape sequence.
+func QuotePath(p string) string {
+	for i := 0; i < len(p); {
+		r, size := utf8.DecodeRuneInString(p[i:])
+		if r == utf8.RuneError && size <= 1 || isControl(r) || r == '"' {
+			return strconv.Quote(p)
+		}
+		i += size
+	}
+	return p
+}
+
+// StripControls removes the C0 control characters other than tab and
+// newline (and DEL) from s: what loom writes to a terminal, and what it puts
+// in a prompt. ESC, a lone CR, BEL and the like go; everything else stays.
+func StripControls(s string) string {
+	i := strings.IndexFunc(s, isStripped)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:i])
+	for _, r := range s[i:] {
+		if !isStripped(r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// HasControls reports whether StripControls would change s.
+func HasControls(s string) bool { return strings.IndexFunc(s, isStripped) >= 0 }
+
+func isStripped(r rune) bool { return (r < 0x20 && r != '\t' && r != '\n') || r == 0x7f }
+
+// isControl is any C0 or C1 control, DEL, and the Unicode line and
+// paragraph separators, which some terminals take as new lines.
+func isControl(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029'
+}
+
+// OneLine makes s safe as part of one line of terminal output, such as a
+// diagnostic's message: every control character (newline and tab
+// included) is written as a Go escape (\n, \x1b), so that the text can
+// neither start a forged line nor send an escape sequence.
+func OneLine(s string) string {
+	if strings.IndexFunc(s, isControl) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,59 @@
+package workspace_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loomctx/loom/workspace"
+)
+
+// Class: control characters. A file name with a newline or ESC cannot
+// forge a diagnostic line or reach the terminal, and C0 controls other than
+// tab and newline never reach the prompt.
+func TestControlCharacters(t *testing.T) {
+	for in, want := range map[string]string{
+		"skills/a/SKILL.md":   "skills/a/SKILL.md",
+		"a\nloom: warning: x": `"a\nloom: warning: x"`,
+		"e\x1b[31mred":        `"e\x1b[31mred"`,
+		"tab\there":           `"tab\there"`,
+		"q\"uote":             `"q\"uote"`,
+		"bad\xffutf8":         `"bad\xffutf8"`,
+		"ünïcode.md":          "ünïcode.md",
+		"c1\u009b2J":          `"c1\u009b2J"`,
+	} {
+		if got := workspace.QuotePath(in); got != want {
+			t.Errorf("QuotePath(%q) = %s, want %s", in, got, want)
+		}
+	}
+	if got := workspace.StripControls("a\x1b[2Jb\tc\nd\re\x07f\x00g\x7fh"); got != "a[2Jb\tc\ndefgh" {
+		t.Errorf("StripControls = %q", got)
+	}
+	if got := workspace.OneLine("x\ny\x1bz"); got != `x\ny\x1bz` {
+		t.Errorf("OneLine = %q", got)
+	}
+
+	d := workspace.Diagnostic{Path: "evil\nloom: error: forged", Severity: workspace.Warning, Code: "read.error", Message: "bad\nloom: error: forged too \x1b[31m"}
+	s := d.String()
+	if strings.Count(s, "\n") != 0 || strings.ContainsRune(s, 0x1b) {
+		t.Errorf("diagnostic spans lines or carries ESC: %q", s)
+	}
+
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "AGENTS.md"), []byte("Be \x1b[31mred\x1b[0m.\aOK\r\n\tindented\n"), 0o644)
+	ws, err := workspace.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ws.Load("AGENTS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Text != "Be [31mred[0m.OK\n\tindented\n" {
+		t.Errorf("prompt text = %q", f.Text)
+	}
+	if len(f.Repairs) != 1 || !strings.Contains(f.Repairs[0], "control") {
+		t.Errorf("repairs = %q", f.Repairs)
+	}
+}
