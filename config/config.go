@@ -257,6 +257,7 @@ func (e *Error) Error() string {
 func Load(ws *workspace.Workspace) (*Config, error) {
 	f, err := ws.Load(FileName)
 	if errors.Is(err, fs.ErrNotExist) {
+		ws.SetMaxFileSize(0) // the operator's cap, or the default
 		cfg := Default()
 		cfg.Preset = DetectPreset(ws)
 		return cfg, nil
@@ -269,6 +270,13 @@ func Load(ws *workspace.Workspace) (*Config, error) {
 		return nil, err
 	}
 	cfg := *parsed // the cached value stays as parsed; only Preset is filled here
+	// max_file_size applies to every later read and write of this
+	// workspace; left at the default, the operator's cap stays.
+	if cfg.MaxFileSize != workspace.DefaultMaxFileSize {
+		ws.SetMaxFileSize(cfg.MaxFileSize)
+	} else {
+		ws.SetMaxFileSize(0)
+	}
 	if cfg.Preset == "" {
 		cfg.Preset = DetectPreset(ws)
 	}

@@ -95,6 +95,7 @@ type Workspace struct {
 	root    string // absolute, symlinks resolved; "" when backed by fsys
 	fsys    fs.FS  // set for embedded examples
 	maxSize atomic.Int64
+	baseMax int64 // the cap Open was given
 
 	gen atomic.Uint64 // see [Workspace.Generation]
 
@@ -148,6 +149,7 @@ func Open(dir string, opts ...Option) (*Workspace, error) {
 	for _, o := range opts {
 		o(w)
 	}
+	w.baseMax = w.maxSize.Load()
 	return w, nil
 }
 
@@ -159,6 +161,7 @@ func OpenFS(fsys fs.FS, opts ...Option) *Workspace {
 	for _, o := range opts {
 		o(w)
 	}
+	w.baseMax = w.maxSize.Load()
 	return w
 }
 

@@ -31,12 +31,13 @@ import (
 const MaxFileSizeCeiling = 64 << 20
 
 // SetMaxFileSize changes the per-file size cap (loom.yaml's max_file_size).
-// n <= 0 restores [DefaultMaxFileSize]; n is clamped to
+// n <= 0 restores the cap [Open] was given ([WithMaxFileSize], else
+// [DefaultMaxFileSize]); n is clamped to
 // [MaxFileSizeCeiling]. Earlier answers are forgotten, so a file refused as
 // too large can be read once the cap is raised, and the other way round.
 func (w *Workspace) SetMaxFileSize(n int64) {
 	if n <= 0 {
-		n = DefaultMaxFileSize
+		n = w.baseMax
 	}
 	n = min(n, MaxFileSizeCeiling)
 	if w.maxSize.Swap(n) == n {
