@@ -577,4 +577,3 @@ func evalSymlinks(name string) (string, error) {
 	diskOps.Add(1)
 	return filepath.EvalSymlinks(name)
 }
-

@@ -35,10 +35,10 @@ func TestWritesStayInside(t *testing.T) {
 	ws, root, outside := openWS(t)
 	os.WriteFile(filepath.Join(outside, "victim"), []byte("keep\n"), 0o644)
 	os.Mkdir(filepath.Join(root, "real"), 0o755)
-	os.Symlink(outside, filepath.Join(root, "memory"))                         // folder link out
+	os.Symlink(outside, filepath.Join(root, "memory"))                              // folder link out
 	os.Symlink(filepath.Join(outside, "victim"), filepath.Join(root, "HISTORY.md")) // file link out
-	os.Symlink("real", filepath.Join(root, "inner"))                           // folder link in
-	os.Symlink("real/x.md", filepath.Join(root, "x.md"))                       // file link in
+	os.Symlink("real", filepath.Join(root, "inner"))                                // folder link in
+	os.Symlink("real/x.md", filepath.Join(root, "x.md"))                            // file link in
 
 	writers := map[string]func(rel string) error{
 		"WriteFile":  func(rel string) error { return ws.WriteFile(rel, []byte("evil\n"), 0o600) },
