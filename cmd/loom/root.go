@@ -12,6 +12,7 @@ import (
 	cmdHistory "github.com/loomctx/loom/cmd/loom/history"
 	cmdInit "github.com/loomctx/loom/cmd/loom/init"
 	cmdInspect "github.com/loomctx/loom/cmd/loom/inspect"
+	cmdMCP "github.com/loomctx/loom/cmd/loom/mcp"
 	cmdMemory "github.com/loomctx/loom/cmd/loom/memory"
 	cmdMessages "github.com/loomctx/loom/cmd/loom/messages"
 	cmdRender "github.com/loomctx/loom/cmd/loom/render"
@@ -45,6 +46,7 @@ func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
 		cmdHistory.NewCmdHistory(io, nil),
 		cmdInit.NewCmdInit(io, nil),
 		cmdInspect.NewCmdInspect(io, nil),
+		cmdMCP.NewCmdMCP(io, nil),
 		cmdMemory.NewCmdMemory(io, nil),
 		cmdMessages.NewCmdMessages(io, nil),
 		cmdRender.NewCmdRender(io, nil),

@@ -1,0 +1,232 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/workspace"
+)
+
+// DefaultPoll is how often a server looks for workspace changes unless
+// [Options.Poll] says otherwise. While the workspace's door is watching,
+// a look that finds nothing costs one atomic load.
+const DefaultPoll = 250 * time.Millisecond
+
+// Options configure a [Server]. The zero value serves the workspace-wide
+// memory scope with the clock's date.
+type Options struct {
+	// Name and Version are what the server tells clients it is.
+	Name, Version string
+	// User is the memory scope of this server: the user whose memories the
+	// prompt selects and the tools read and write. "" is the workspace as a
+	// whole, and then the tools may name any user.
+	User string
+	// Now fixes the clock of every render (for tests); zero means the clock.
+	Now time.Time
+	// Poll is how often to look for workspace changes; 0 means DefaultPoll,
+	// and a negative value turns looking off (call [Server.Refresh] instead).
+	Poll time.Duration
+	// Logger receives the server's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// Server is one workspace served over MCP. It is safe for concurrent use,
+// and one Server serves any number of sessions at once.
+type Server struct {
+	ws   *workspace.Workspace
+	bp   atomic.Pointer[prompt.Builder]
+	mcp  *mcp.Server
+	opts Options
+	log  *slog.Logger
+
+	syncMu   sync.Mutex             // one sync at a time
+	prompts  map[string]string      // prompt name → fingerprint
+	res      map[string]string      // resource URI → fingerprint
+	lastGen  uint64                 // workspace generation at the last sync
+	synced   bool                   // a sync has run
+	notified func(kind, uri string) // test hook: a notification was sent
+
+	storeMu sync.Mutex
+	store   *memory.SQLite
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// New returns a server for ws. It lists what the workspace holds at once,
+// and starts looking for changes unless opts.Poll is negative; call Close to
+// stop. New makes the workspace's door watch its folders, so that looking
+// for changes costs nothing while nothing changes.
+func New(ws *workspace.Workspace, opts Options) (*Server, error) {
+	if ws == nil {
+		return nil, errors.New("mcpserver: no workspace")
+	}
+	if opts.Name == "" {
+		opts.Name = "loom"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{
+		ws:      ws,
+		opts:    opts,
+		log:     logger,
+		prompts: map[string]string{},
+		res:     map[string]string{},
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	s.bp.Store(prompt.New(ws))
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Title: "loom workspace", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions: "This server is a loom agent workspace: its skills are prompts, its rendered system prompt and files are resources, and its memory is a set of tools.",
+		Logger:       logger,
+		// Subscriptions are kept by the SDK; these only accept them.
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		Capabilities: &mcp.ServerCapabilities{
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+		},
+	})
+	if ws.Root() != "" {
+		if err := ws.Watch(); err != nil {
+			logger.Warn("workspace watch failed; changes are found by reading", "err", err)
+		}
+	}
+	s.addSystemPrompt()
+	s.addTemplates()
+	s.addTools()
+	if err := s.Refresh(context.Background()); err != nil {
+		s.b().Close()
+		return nil, err
+	}
+	if opts.Poll >= 0 {
+		go s.poll()
+	} else {
+		close(s.done)
+	}
+	return s, nil
+}
+
+// b is the current prompt builder.
+func (s *Server) b() *prompt.Builder { return s.bp.Load() }
+
+// memoryChanged starts a fresh builder after the server wrote to the memory
+// store. A watching builder reuses its last render while no workspace file
+// changed, and the memory database is not a workspace file it watches.
+// The old builder is closed once renders already under way have had time
+// to finish.
+func (s *Server) memoryChanged() {
+	old := s.bp.Swap(prompt.New(s.ws))
+	time.AfterFunc(30*time.Second, func() { old.Close() })
+}
+
+// MCP returns the SDK server, for a caller that connects its own transport.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Workspace returns the workspace being served.
+func (s *Server) Workspace() *workspace.Workspace { return s.ws }
+
+// Run serves one transport until the client goes away or ctx ends.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	return s.mcp.Run(ctx, t)
+}
+
+// Handler is the streamable HTTP transport for this workspace: mount it
+// where clients should connect (loom serve uses /v1/workspaces/{ws}/mcp).
+// Authentication is the mounting server's business.
+func (s *Server) Handler() http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil)
+}
+
+// Close stops looking for changes and closes the memory store. Sessions
+// still open are not closed; their transports end them.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.done
+		s.storeMu.Lock()
+		if s.store != nil {
+			err = s.store.Close()
+			s.store = nil
+		}
+		s.storeMu.Unlock()
+		err = errors.Join(err, s.b().Close())
+	})
+	return err
+}
+
+func (s *Server) poll() {
+	defer close(s.done)
+	every := s.opts.Poll
+	if every == 0 {
+		every = DefaultPoll
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if err := s.Refresh(context.Background()); err != nil {
+				s.log.Warn("refresh failed", "err", err)
+			}
+		}
+	}
+}
+
+// renderOptions are the options of the default render (loom://prompt, the
+// system prompt without arguments).
+func (s *Server) renderOptions() prompt.Options {
+	return prompt.Options{User: s.opts.User, Now: s.opts.Now}
+}
+
+// memoryLocation is the memory database of the workspace: loom.yaml's
+// memory.db, which must stay inside the workspace, else .loom/memory.db.
+func (s *Server) memoryLocation() (path string, cats []memory.Category, err error) {
+	root := s.ws.Root()
+	if root == "" {
+		return "", nil, errors.New("this workspace is read-only: it has no folder on disk")
+	}
+	cfg, err := workspace.LoadConfig(s.ws)
+	if err != nil {
+		return "", nil, err
+	}
+	cats = memory.DefaultCategories
+	if len(cfg.Memory.Categories) > 0 {
+		cats = make([]memory.Category, len(cfg.Memory.Categories))
+		for i, c := range cfg.Memory.Categories {
+			cats[i] = memory.Category{Name: c.Name, Label: c.Label}
+		}
+	}
+	path = memory.DBPath(root)
+	if cfg.Memory.DB != "" {
+		path = filepath.Join(root, filepath.FromSlash(cfg.Memory.DB))
+		if filepath.IsAbs(filepath.FromSlash(cfg.Memory.DB)) || !workspace.Within(root, path) {
+			return "", nil, fmt.Errorf("loom.yaml: memory.db %q is outside the workspace", cfg.Memory.DB)
+		}
+	}
+	return path, cats, nil
+}
+
+func workspaceConfig(s *Server) (*workspace.Config, error) { return workspace.LoadConfig(s.ws) }
