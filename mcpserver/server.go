@@ -3,17 +3,16 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/workspace"
@@ -201,14 +200,14 @@ func (s *Server) renderOptions() prompt.Options {
 	return prompt.Options{User: s.opts.User, Now: s.opts.Now}
 }
 
-// memoryLocation is the memory database of the workspace: loom.yaml's
-// memory.db, which must stay inside the workspace, else .loom/memory.db.
+// memoryLocation is the memory database of the workspace, as
+// config.MemoryStoreLocation resolves it, and its categories.
 func (s *Server) memoryLocation() (path string, cats []memory.Category, err error) {
 	root := s.ws.Root()
 	if root == "" {
 		return "", nil, errors.New("this workspace is read-only: it has no folder on disk")
 	}
-	cfg, err := workspace.LoadConfig(s.ws)
+	cfg, err := config.Load(s.ws)
 	if err != nil {
 		return "", nil, err
 	}
@@ -219,14 +218,8 @@ func (s *Server) memoryLocation() (path string, cats []memory.Category, err erro
 			cats[i] = memory.Category{Name: c.Name, Label: c.Label}
 		}
 	}
-	path = memory.DBPath(root)
-	if cfg.Memory.DB != "" {
-		path = filepath.Join(root, filepath.FromSlash(cfg.Memory.DB))
-		if filepath.IsAbs(filepath.FromSlash(cfg.Memory.DB)) || !workspace.Within(root, path) {
-			return "", nil, fmt.Errorf("loom.yaml: memory.db %q is outside the workspace", cfg.Memory.DB)
-		}
-	}
-	return path, cats, nil
+	path, err = config.MemoryStoreLocation(root, cfg)
+	return path, cats, err
 }
 
-func workspaceConfig(s *Server) (*workspace.Config, error) { return workspace.LoadConfig(s.ws) }
+func workspaceConfig(s *Server) (*config.Config, error) { return config.Load(s.ws) }
