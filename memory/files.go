@@ -35,10 +35,10 @@ func ReadMemoryFile(ws *workspace.Workspace, diags *workspace.Diagnostics) (text
 // a part. The memory folder is created if needed.
 func WriteMemoryFile(root, text string) error {
 	path := filepath.Join(root, filepath.FromSlash(MemoryFile))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(path, []byte(text), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(text), 0o600); err != nil {
 		return fmt.Errorf("%s: %w", MemoryFile, err)
 	}
 	return nil
@@ -54,10 +54,10 @@ func AppendHistory(root, entry string) error {
 		return nil
 	}
 	path := filepath.Join(root, filepath.FromSlash(HistoryFile))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	if err := atomicfile.Append(path, []byte(entry+"\n\n"), 0o644); err != nil {
+	if err := atomicfile.Append(path, []byte(entry+"\n\n"), 0o600); err != nil {
 		return fmt.Errorf("%s: %w", HistoryFile, err)
 	}
 	return nil

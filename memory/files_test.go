@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/loomctx/loom/workspace"
@@ -110,4 +111,27 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// MEMORY.md and HISTORY.md are private data: 0600 in a 0700 folder, even
+// under a permissive umask.
+func TestMemoryFilesPrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	root := t.TempDir()
+	if err := WriteMemoryFile(root, "# Memory\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := AppendHistory(root, "[2026-03-01] something"); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]os.FileMode{"memory": 0o700, MemoryFile: 0o600, HistoryFile: 0o600} {
+		st, err := os.Stat(filepath.Join(root, filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s is %o, want %o", name, st.Mode().Perm(), want)
+		}
+	}
 }

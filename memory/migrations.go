@@ -22,4 +22,33 @@ var migrations = []string{
 	-- Listing everything, and import's check of superseded_by.
 	CREATE INDEX memories_created ON memories (created_at DESC, seq DESC);
 	CREATE INDEX memories_superseded_by ON memories (superseded_by) WHERE superseded_by <> '';`,
+
+	// 2: created_at as Unix seconds and nanoseconds, so that every time
+	// from year 0 to 9999 is kept exactly (nanoseconds in one int64 reach
+	// only 1678–2262). SQLite cannot change a column's meaning in place, so
+	// the table is rebuilt; the floor division keeps times before 1970.
+	`CREATE TABLE memories_v2 (
+		seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+		id            TEXT    NOT NULL UNIQUE,
+		category      TEXT    NOT NULL,
+		content       TEXT    NOT NULL,
+		user          TEXT    NOT NULL DEFAULT '',
+		chat          TEXT    NOT NULL DEFAULT '',
+		created_s     INTEGER NOT NULL,
+		created_ns    INTEGER NOT NULL DEFAULT 0 CHECK (created_ns BETWEEN 0 AND 999999999),
+		superseded_by TEXT    NOT NULL DEFAULT '',
+		forgotten     INTEGER NOT NULL DEFAULT 0
+	);
+	INSERT INTO memories_v2 (seq, id, category, content, user, chat, created_s, created_ns, superseded_by, forgotten)
+		SELECT seq, id, category, content, user, chat,
+			(created_at - ((created_at % 1000000000) + 1000000000) % 1000000000) / 1000000000,
+			((created_at % 1000000000) + 1000000000) % 1000000000,
+			superseded_by, forgotten
+		FROM memories;
+	DROP TABLE memories;
+	ALTER TABLE memories_v2 RENAME TO memories;
+	CREATE INDEX memories_active ON memories (user, created_s DESC, created_ns DESC, seq DESC)
+		WHERE superseded_by = '' AND forgotten = 0;
+	CREATE INDEX memories_created ON memories (created_s DESC, created_ns DESC, seq DESC);
+	CREATE INDEX memories_superseded_by ON memories (superseded_by) WHERE superseded_by <> '';`,
 }

@@ -15,7 +15,8 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver; pure Go, no cgo
+	"modernc.org/sqlite" // registers the "sqlite" driver; pure Go, no cgo
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // DefaultDBPath is where a workspace keeps its memory database, relative to
@@ -69,6 +70,20 @@ func WithIDs(newID func() string) Option {
 	}
 }
 
+// WithBusyWait bounds how long a write waits for another process's write
+// lock (a long import, say) before it fails with a *[BusyError]; the
+// default is [DefaultBusyWait].
+func WithBusyWait(d time.Duration) Option {
+	return func(s *SQLite) {
+		if d > 0 {
+			s.busyWait = d
+		}
+	}
+}
+
+// DefaultBusyWait is how long a write waits for another writer by default.
+const DefaultBusyWait = 30 * time.Second
+
 // SQLite is the default [Store]: one SQLite file in WAL mode, so readers
 // never wait for a writer. It is safe for concurrent use, and several
 // processes may share the file.
@@ -78,6 +93,8 @@ type SQLite struct {
 	now   func() time.Time
 	cats  []Category
 	newID func() string
+	// busyWait bounds the retries of a write that finds the file locked.
+	busyWait time.Duration
 
 	// wmu serialises this process's writers; other processes wait on
 	// SQLite's busy timeout instead.
@@ -99,10 +116,11 @@ func DBPath(root string) string {
 }
 
 // Open opens the memory database of the workspace folder root, creating
-// .loom/memory.db if it does not exist yet.
+// .loom/memory.db if it does not exist yet. A folder it creates is private
+// to the user (0700), as is the database (0600).
 func Open(root string, opts ...Option) (*SQLite, error) {
 	path := DBPath(root)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, &DBError{Path: path, Err: err}
 	}
 	return OpenSQLite(path, opts...)
@@ -133,10 +151,18 @@ func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
 	if st, err := os.Stat(abs); err == nil && !st.Mode().IsRegular() {
 		return nil, &DBError{Path: path, Err: errors.New("not a regular file")}
 	}
+	// Create the file first, private to the user: SQLite would make it
+	// 0644 less the umask, and it gives its -wal and -shm files the
+	// database's own mode.
+	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, &DBError{Path: path, Err: err}
+	}
 	// A file: URI, so that any byte in the path is escaped rather than
 	// read as the start of the parameters.
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "busy_timeout(1000)") // then SQLite.retry waits, up to busyWait
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Set("_txlock", "immediate") // writers queue at BEGIN instead of failing mid-transaction
@@ -145,11 +171,11 @@ func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
 	if err != nil {
 		return nil, &DBError{Path: path, Err: err}
 	}
-	s := &SQLite{db: db, path: path, now: time.Now, cats: DefaultCategories, newID: NewID}
+	s := &SQLite{db: db, path: path, now: time.Now, cats: DefaultCategories, newID: NewID, busyWait: DefaultBusyWait}
 	for _, o := range opts {
 		o(s)
 	}
-	if err := s.migrate(context.Background()); err != nil {
+	if err := s.retry(context.Background(), func() error { return s.migrate(context.Background()) }); err != nil {
 		db.Close()
 		return nil, s.dbErr(err)
 	}
@@ -169,8 +195,13 @@ func (s *SQLite) dbErr(err error) error {
 		return nil
 	}
 	var de *DBError
-	if errors.As(err, &de) {
+	var be *BusyError
+	if errors.As(err, &de) || errors.As(err, &be) {
 		return err
+	}
+	var ue *userError
+	if errors.As(err, &ue) {
+		return ue.err
 	}
 	msg := err.Error()
 	switch {
@@ -240,20 +271,67 @@ func (s *SQLite) schemaVersion(ctx context.Context) (int, error) {
 	return int(v.Int64), nil
 }
 
+// BusyError is a write that found the database locked by another writer
+// for longer than the store's bound. It never carries SQLite's own words.
+type BusyError struct {
+	Path   string
+	Waited time.Duration
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("%s: the memory database stayed busy with another writer for %s (a long import?); nothing was written, try again", e.Path, e.Waited.Round(time.Millisecond))
+}
+
+// isBusy says whether err is SQLite's "database is locked" or "table is
+// locked", which a later try may not meet.
+func isBusy(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return true
+		}
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
+}
+
+// retry runs fn until it does not fail on a locked database, waiting a
+// little longer each time, for at most busyWait; then it gives a
+// *[BusyError]. fn must be safe to run again: each try is one transaction,
+// rolled back when it fails.
+func (s *SQLite) retry(ctx context.Context, fn func() error) error {
+	start := time.Now()
+	pause := 5 * time.Millisecond
+	for {
+		err := fn()
+		if !isBusy(err) {
+			return err
+		}
+		waited := time.Since(start)
+		if waited >= s.busyWait {
+			return &BusyError{Path: s.path, Waited: waited}
+		}
+		pause = min(pause*2, 250*time.Millisecond, s.busyWait-waited)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+	}
+}
+
 // Add implements [Store]. Each content is normalised (see [Normalize]) and
 // each category checked against the store's categories before anything is
-// written.
+// written. A supersede follows the scope rule (see [ScopeError]).
 func (s *SQLite) Add(ctx context.Context, ms ...NewMemory) ([]Memory, error) {
-	out := make([]Memory, len(ms))
-	for i, n := range ms {
-		content, err := Normalize(n.Content)
-		if err != nil {
-			return nil, err
-		}
-		if err := CheckCategory(s.cats, n.Category); err != nil {
-			return nil, err
-		}
-		out[i] = Memory{Category: n.Category, Content: content, User: n.User, Chat: n.Chat}
+	out, err := CheckAdd(s.cats, ms)
+	if err != nil {
+		return nil, err
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -263,57 +341,82 @@ func (s *SQLite) Add(ctx context.Context, ms ...NewMemory) ([]Memory, error) {
 		out[i].ID = s.newID()
 		out[i].CreatedAt = s.now().UTC()
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, s.dbErr(err)
+	if err := checkBatchLinks(out, ms); err != nil {
+		return nil, err
 	}
-	defer tx.Rollback()
-	for i, n := range ms {
-		if err := insert(ctx, tx, out[i]); err != nil {
-			return nil, s.dbErr(err)
-		}
-		if n.Supersedes == "" {
-			continue
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE memories SET superseded_by = ? WHERE id = ? AND superseded_by = '' AND forgotten = 0`, out[i].ID, n.Supersedes)
+	err = s.retry(ctx, func() error {
+		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
-			return nil, s.dbErr(err)
+			return err
 		}
-		if k, _ := res.RowsAffected(); k == 0 {
-			return nil, s.supersedeErr(ctx, tx, n.Supersedes)
+		defer tx.Rollback()
+		for i, n := range ms {
+			if err := insert(ctx, tx, out[i]); err != nil {
+				return err
+			}
+			if n.Supersedes == "" {
+				continue
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE memories SET superseded_by = ? WHERE id = ? AND superseded_by = '' AND forgotten = 0 AND user = ?`, out[i].ID, n.Supersedes, n.User)
+			if err != nil {
+				return err
+			}
+			if k, _ := res.RowsAffected(); k == 0 {
+				return s.supersedeErr(ctx, tx, n.Supersedes, n.User)
+			}
 		}
-	}
-	if err := tx.Commit(); err != nil {
+		return tx.Commit()
+	})
+	if err != nil {
 		return nil, s.dbErr(err)
 	}
 	return out, nil
 }
 
-// supersedeErr says why id could not be superseded.
-func (s *SQLite) supersedeErr(ctx context.Context, tx *sql.Tx, id string) error {
-	var by string
+// supersedeErr says why id could not be superseded by a memory of user's
+// scope.
+func (s *SQLite) supersedeErr(ctx context.Context, tx *sql.Tx, id, user string) error {
+	var by, owner string
 	var forgotten bool
-	err := tx.QueryRowContext(ctx, `SELECT superseded_by, forgotten FROM memories WHERE id = ?`, id).Scan(&by, &forgotten)
+	err := tx.QueryRowContext(ctx, `SELECT superseded_by, forgotten, user FROM memories WHERE id = ?`, id).Scan(&by, &forgotten, &owner)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("supersedes %q: %w", id, ErrNotFound)
+		return &userError{fmt.Errorf("supersedes %q: %w", id, ErrNotFound)}
 	case err != nil:
-		return s.dbErr(err)
-	case by != "":
-		return fmt.Errorf("supersedes %q: already superseded by %q", id, by)
+		return err
+	}
+	return &userError{supersedeReason(id, by, forgotten, owner, user)}
+}
+
+// supersedeReason words a refused supersede of a stored memory.
+func supersedeReason(id, supersededBy string, forgotten bool, owner, user string) error {
+	switch {
+	case supersededBy != "":
+		return fmt.Errorf("supersedes %q: already superseded by %q", id, supersededBy)
 	case forgotten:
 		return fmt.Errorf("supersedes %q: memory was forgotten", id)
+	case owner != user:
+		return &ScopeError{ID: id, OwnerUser: owner, ByUser: user}
 	}
 	return fmt.Errorf("supersedes %q: not updated", id)
 }
+
+// userError is a refusal about the caller's input found inside a
+// transaction; dbErr passes it through without naming the file.
+type userError struct{ err error }
+
+func (e *userError) Error() string { return e.err.Error() }
+func (e *userError) Unwrap() error { return e.err }
 
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
+const insertSQL = `INSERT INTO memories (id, category, content, user, chat, created_s, created_ns, superseded_by, forgotten) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
 func insert(ctx context.Context, tx execer, m Memory) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO memories (id, category, content, user, chat, created_at, superseded_by, forgotten) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.ID, m.Category, m.Content, m.User, m.Chat, m.CreatedAt.UnixNano(), m.SupersededBy, m.Forgotten)
+	_, err := tx.ExecContext(ctx, insertSQL,
+		m.ID, m.Category, m.Content, m.User, m.Chat, m.CreatedAt.Unix(), m.CreatedAt.Nanosecond(), m.SupersededBy, m.Forgotten)
 	return err
 }
 
@@ -339,27 +442,31 @@ func (s *SQLite) List(ctx context.Context, q Query) ([]Memory, error) {
 		where = append(where, `chat <> ?`)
 		args = append(args, q.ExcludeChat)
 	}
-	query := `SELECT id, category, content, user, chat, created_at, superseded_by, forgotten FROM memories`
+	query := `SELECT id, category, content, user, chat, created_s, created_ns, superseded_by, forgotten FROM memories`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	query += ` ORDER BY created_at DESC, seq DESC`
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, s.dbErr(err)
-	}
-	defer rows.Close()
+	query += ` ORDER BY created_s DESC, created_ns DESC, seq DESC`
 	var out []Memory
-	for rows.Next() {
-		var m Memory
-		var created int64
-		if err := rows.Scan(&m.ID, &m.Category, &m.Content, &m.User, &m.Chat, &created, &m.SupersededBy, &m.Forgotten); err != nil {
-			return nil, s.dbErr(err)
+	err := s.retry(ctx, func() error {
+		out = out[:0]
+		rows, err := s.db.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
 		}
-		m.CreatedAt = time.Unix(0, created).UTC()
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			var m Memory
+			var sec, nsec int64
+			if err := rows.Scan(&m.ID, &m.Category, &m.Content, &m.User, &m.Chat, &sec, &nsec, &m.SupersededBy, &m.Forgotten); err != nil {
+				return err
+			}
+			m.CreatedAt = time.Unix(sec, nsec).UTC()
+			out = append(out, m)
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, s.dbErr(err)
 	}
 	return out, nil
@@ -369,14 +476,17 @@ func (s *SQLite) List(ctx context.Context, q Query) ([]Memory, error) {
 func (s *SQLite) Forget(ctx context.Context, id string) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	res, err := s.db.ExecContext(ctx, `UPDATE memories SET forgotten = 1 WHERE id = ?`, id)
-	if err != nil {
-		return s.dbErr(err)
-	}
-	if k, _ := res.RowsAffected(); k == 0 {
-		return fmt.Errorf("forget %q: %w", id, ErrNotFound)
-	}
-	return nil
+	err := s.retry(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `UPDATE memories SET forgotten = 1 WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return &userError{fmt.Errorf("forget %q: %w", id, ErrNotFound)}
+		}
+		return nil
+	})
+	return s.dbErr(err)
 }
 
 // ImportError is an invalid memory in an import; Index counts from 0 in
@@ -396,75 +506,73 @@ func (e *ImportError) Error() string {
 
 func (e *ImportError) Unwrap() error { return e.Err }
 
+// MaxImport is the most memories one Import takes.
+const MaxImport = 1_000_000
+
 // Import implements [Store]. Ids, times, users, chats and superseded_by
 // are kept; content is normalised and a missing created_at becomes now. An
-// id that is missing, repeated or already stored, an unknown category, or a
-// superseded_by that names no memory fails the whole import with an
-// *[ImportError].
+// id that is missing, repeated or already stored, an unknown category, a
+// time outside the years 0000–9999, a superseded_by that names no memory,
+// names a memory of another scope, or closes a loop fails the whole import
+// with an *[ImportError] (see [PrepareImport] and [CheckImportLinks]).
+//
+// Everything is checked before the write lock is taken; the insert is one
+// transaction, so other writers wait for it (up to their bound) rather
+// than see part of it.
 func (s *SQLite) Import(ctx context.Context, ms []Memory) error {
-	ids := make(map[string]bool, len(ms))
-	clean := make([]Memory, len(ms))
+	if len(ms) > MaxImport {
+		return fmt.Errorf("import of %d memories: the limit is %d", len(ms), MaxImport)
+	}
 	s.wmu.Lock()
 	now := s.now().UTC()
 	s.wmu.Unlock()
-	for i, m := range ms {
-		bad := func(err error) error { return &ImportError{Index: i, ID: m.ID, Err: err} }
-		if m.ID == "" {
-			return bad(errors.New("missing id"))
-		}
-		if ids[m.ID] {
-			return bad(errors.New("id appears twice"))
-		}
-		ids[m.ID] = true
-		if err := CheckCategory(s.cats, m.Category); err != nil {
-			return bad(err)
-		}
-		content, err := Normalize(m.Content)
-		if err != nil {
-			return bad(err)
-		}
-		m.Content = content
-		if m.CreatedAt.IsZero() {
-			m.CreatedAt = now
-		}
-		m.CreatedAt = m.CreatedAt.UTC()
-		clean[i] = m
+	clean, err := PrepareImport(s.cats, now, ms)
+	if err != nil {
+		return err
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return s.dbErr(err)
-	}
-	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO memories (id, category, content, user, chat, created_at, superseded_by, forgotten) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`)
-	if err != nil {
-		return s.dbErr(err)
-	}
-	defer stmt.Close()
-	for i, m := range clean {
-		res, err := stmt.ExecContext(ctx, m.ID, m.Category, m.Content, m.User, m.Chat, m.CreatedAt.UnixNano(), m.SupersededBy, m.Forgotten)
+	err = s.retry(ctx, func() error {
+		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
-			return s.dbErr(err)
+			return err
 		}
-		if k, _ := res.RowsAffected(); k == 0 {
-			return &ImportError{Index: i, ID: m.ID, Err: errors.New("id already exists in the store")}
+		defer tx.Rollback()
+		look, err := tx.PrepareContext(ctx, `SELECT user FROM memories WHERE id = ?`)
+		if err != nil {
+			return err
 		}
-	}
-	// Every superseded_by must name a memory, in this file or already stored.
-	var dangling string
-	err = tx.QueryRowContext(ctx, `SELECT m.superseded_by FROM memories m
-		WHERE m.superseded_by <> '' AND NOT EXISTS (SELECT 1 FROM memories n WHERE n.id = m.superseded_by) LIMIT 1`).Scan(&dangling)
-	switch {
-	case err == nil:
+		defer look.Close()
+		err = CheckImportLinks(clean, func(id string) (string, bool, error) {
+			var user string
+			err := look.QueryRowContext(ctx, id).Scan(&user)
+			if errors.Is(err, sql.ErrNoRows) {
+				return "", false, nil
+			}
+			return user, err == nil, err
+		})
+		var ie *ImportError
+		if errors.As(err, &ie) {
+			return &userError{err}
+		}
+		if err != nil {
+			return err
+		}
+		stmt, err := tx.PrepareContext(ctx, insertSQL+` ON CONFLICT (id) DO NOTHING`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
 		for i, m := range clean {
-			if m.SupersededBy == dangling {
-				return &ImportError{Index: i, ID: m.ID, Err: fmt.Errorf("superseded_by %q: %w", dangling, ErrNotFound)}
+			res, err := stmt.ExecContext(ctx, m.ID, m.Category, m.Content, m.User, m.Chat, m.CreatedAt.Unix(), m.CreatedAt.Nanosecond(), m.SupersededBy, m.Forgotten)
+			if err != nil {
+				return err
+			}
+			if k, _ := res.RowsAffected(); k == 0 {
+				return &userError{&ImportError{Index: i, ID: m.ID, Err: errors.New("id already exists in the store")}}
 			}
 		}
-		return fmt.Errorf("superseded_by %q: %w", dangling, ErrNotFound)
-	case !errors.Is(err, sql.ErrNoRows):
-		return s.dbErr(err)
-	}
-	return s.dbErr(tx.Commit())
+		return tx.Commit()
+	})
+	return s.dbErr(err)
 }

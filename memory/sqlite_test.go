@@ -196,7 +196,7 @@ func TestImport(t *testing.T) {
 	s, _ := openTest(t)
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	ms := []Memory{
-		{ID: "a", Category: "global_rule", Content: "Old rule", CreatedAt: t0, SupersededBy: "b"},
+		{ID: "a", Category: "global_rule", Content: "Old rule", CreatedAt: t0, SupersededBy: "b", User: "u"},
 		{ID: "b", Category: "global_rule", Content: "New rule.", CreatedAt: t0.Add(time.Hour), User: "u", Chat: "c"},
 	}
 	if err := s.Import(ctx, ms); err != nil {
@@ -268,7 +268,7 @@ func TestSchemaVersion(t *testing.T) {
 		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
 	}
 	var plan string
-	rows, err := s.db.Query(`EXPLAIN QUERY PLAN SELECT id FROM memories WHERE superseded_by = '' AND forgotten = 0 AND user = '' ORDER BY created_at DESC, seq DESC`)
+	rows, err := s.db.Query(`EXPLAIN QUERY PLAN SELECT id FROM memories WHERE superseded_by = '' AND forgotten = 0 AND user = '' ORDER BY created_s DESC, created_ns DESC, seq DESC`)
 	if err != nil {
 		t.Fatal(err)
 	}

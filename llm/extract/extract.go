@@ -257,13 +257,18 @@ func cutMiddle(s string, n int) string {
 }
 
 // persist writes out in one Store.Add call. An unknown or repeated
-// supersedes_id is reported and its item stored as a new memory.
+// supersedes_id, or one naming a memory outside the job's user's own
+// scope, is reported and its item stored as a new memory.
 func (e *Extractor) persist(ctx context.Context, job Job, existing []memory.Memory, out Output) (Result, error) {
 	var r Result
 	known := map[string]bool{}
 	have := map[string]bool{}
 	for _, m := range existing {
-		known[m.ID] = true
+		// The scope rule (see memory.ScopeError): extraction for a user may
+		// replace only that user's memories, never a workspace-wide one;
+		// changing those takes an explicit `loom memory add` with no user.
+		// A supersedes_id naming one is reported and stored as new.
+		known[m.ID] = m.User != "" && m.User == job.User
 		have[m.Category+"\x00"+m.Content] = true
 	}
 	used := map[string]bool{}

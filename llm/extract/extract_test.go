@@ -139,14 +139,14 @@ func TestUnknownSupersedesReported(t *testing.T) {
 	s := llmtest.New(t, llmtest.OpenAI)
 	st := openStore(t)
 	ctx := context.Background()
-	st.Add(ctx, memory.NewMemory{Category: "personal_fact", Content: "The user is Alex."})
+	st.Add(ctx, memory.NewMemory{Category: "personal_fact", Content: "The user is Alex.", User: "u1"})
 	s.Push(reply(`{"user_instructions":null,"user_profile":[
 		{"content":"The user is Sam.","supersedes_id":"m1"},
 		{"content":"The user works at Acme.","supersedes_id":"m99"},
 		{"content":"The user lives in Lyon.","supersedes_id":"m1"},
 		{"content":"   ","supersedes_id":null}]}`))
 	ex := extract.New(extract.Options{Client: mustClient(t, s), Store: st})
-	r, err := ex.Extract(ctx, extract.Job{Chat: "c9", Messages: conversation("Actually my name is Sam, I work at Acme and live in Lyon.")})
+	r, err := ex.Extract(ctx, extract.Job{Chat: "c9", User: "u1", Messages: conversation("Actually my name is Sam, I work at Acme and live in Lyon.")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,4 +248,47 @@ func FuzzParse(f *testing.F) {
 	f.Add(`{"user_instructions":[{"content":"x","supersedes_id":null}],"user_profile":null}`)
 	f.Add("```\n{\"user_profile\":\"x\"}\n```")
 	f.Fuzz(func(t *testing.T, s string) { extract.Parse(s) })
+}
+
+// Extraction for one user never replaces a workspace-wide memory or
+// another user's: the supersedes_id is reported and the item stored as a
+// new memory of the user's own scope, and the rule stays for everyone.
+func TestExtractKeepsToItsScope(t *testing.T) {
+	s := llmtest.New(t, llmtest.OpenAI)
+	st := openStore(t)
+	ctx := context.Background()
+	if _, err := st.Add(ctx,
+		memory.NewMemory{Category: "global_rule", Content: "Answer in French."},
+		memory.NewMemory{Category: "personal_fact", Content: "The user is Bob.", User: "bob"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range []string{"alex", ""} {
+		s.Push(reply(`{"user_instructions":[{"content":"Answer in English.","supersedes_id":"m1"}],
+			"user_profile":[{"content":"The user is Sam.","supersedes_id":"m2"}]}`))
+		ex := extract.New(extract.Options{Client: mustClient(t, s), Store: st})
+		r, err := ex.Extract(ctx, extract.Job{Chat: "c-" + user, User: user, Messages: conversation("Answer in English, I am Sam.")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(r.UnknownSupersedes, ",") != "m1,m2" {
+			t.Errorf("user %q: unknown = %v, want m1,m2", user, r.UnknownSupersedes)
+		}
+		for _, m := range r.Added {
+			if m.User != user {
+				t.Errorf("user %q: added %+v in another scope", user, m)
+			}
+		}
+	}
+	ms, err := st.List(ctx, memory.Query{User: "carol"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range ms {
+		found = found || m.Content == "Answer in French."
+	}
+	if !found {
+		t.Errorf("the workspace-wide rule is gone from another user's view: %+v", ms)
+	}
 }

@@ -190,7 +190,7 @@ func (wm *workspaceMemory) open(opts *Options, ifExists bool) (*memory.SQLite, e
 		if _, err := os.Stat(wm.dbPath); errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
-	} else if err := os.MkdirAll(filepath.Dir(wm.dbPath), 0o755); err != nil {
+	} else if err := os.MkdirAll(filepath.Dir(wm.dbPath), 0o700); err != nil {
 		return nil, err
 	}
 	return memory.OpenSQLite(wm.dbPath, o...)

@@ -153,22 +153,23 @@ func TestConfiguredCategories(t *testing.T) {
 func TestExportImportRoundTrip(t *testing.T) {
 	src := t.TempDir()
 	a := strings.TrimSpace(mustRun(t, "add", "-w", src, "Use <b>bold</b> & co"))
-	mustRun(t, "add", "-w", src, "--supersedes", a, "--user", "u1", "--chat", "c9", "Use italics")
+	mustRun(t, "add", "-w", src, "--supersedes", a, "--chat", "c9", "Use italics")
+	mustRun(t, "add", "-w", src, "--category", "personal_fact", "--user", "u1", "The user is Ana")
 	b := strings.TrimSpace(mustRun(t, "add", "-w", src, "--category", "personal_fact", "Zürich, 東京 🚀"))
 	mustRun(t, "forget", "-w", src, b)
 	exported := mustRun(t, "export", "-w", src)
 	lines := strings.Split(strings.TrimSuffix(exported, "\n"), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], `{"id":"`+a+`","category":"global_rule","content":"Use <b>bold</b> & co.","created_at":"2026-`) {
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], `{"id":"`+a+`","category":"global_rule","content":"Use <b>bold</b> & co.","created_at":"2026-`) {
 		t.Fatalf("export:\n%s", exported)
 	}
-	if !strings.HasSuffix(lines[2], `"forgotten":true}`) {
-		t.Errorf("forgotten memory exported as %s", lines[2])
+	if !strings.HasSuffix(lines[3], `"forgotten":true}`) {
+		t.Errorf("forgotten memory exported as %s", lines[3])
 	}
 	file := filepath.Join(t.TempDir(), "m.jsonl")
 	os.WriteFile(file, []byte(exported), 0o644)
 	dst := t.TempDir()
 	_, errOut, err := run(t, "import", "-w", dst, file)
-	if err != nil || !strings.Contains(errOut, "imported 3 memories") {
+	if err != nil || !strings.Contains(errOut, "imported 4 memories") {
 		t.Fatalf("import: %v %s", err, errOut)
 	}
 	if again := mustRun(t, "export", "-w", dst); again != exported {
@@ -197,6 +198,11 @@ func TestImportBadLines(t *testing.T) {
 		{"empty", `{"id":"b","category":"global_rule","content":"  "}`, `m.jsonl:3: memory "b": memory content is empty`},
 		{"duplicate", `{"id":"a","category":"global_rule","content":"x"}`, `m.jsonl:3: memory "a": id appears twice`},
 		{"dangling", `{"id":"b","category":"global_rule","content":"x","superseded_by":"zz"}`, `m.jsonl:3: memory "b": superseded_by "zz": no such memory`},
+		{"year 10000", `{"id":"b","category":"global_rule","content":"x","created_at":"10000-01-01T00:00:00Z"}`, `m.jsonl:3: created_at "10000-01-01T00:00:00Z" is not an RFC 3339 time`},
+		{"zero time", `{"id":"b","category":"global_rule","content":"x","created_at":"0001-01-01T00:00:00Z"}`, `m.jsonl:3: created_at "0001-01-01T00:00:00Z" is Go's zero time`},
+		{"self", `{"id":"b","category":"global_rule","content":"x","superseded_by":"b"}`, `m.jsonl:3: memory "b": superseded_by names the memory itself: supersede cycle`},
+		{"loop", `{"id":"b","category":"global_rule","content":"x","superseded_by":"c"}` + "\n" + `{"id":"c","category":"global_rule","content":"y","superseded_by":"b"}`, `m.jsonl:3: memory "b": superseded_by links loop (b → c → b): supersede cycle`},
+		{"scope", `{"id":"b","category":"global_rule","content":"x","superseded_by":"c"}` + "\n" + `{"id":"c","category":"global_rule","content":"y","user":"u1"}`, `m.jsonl:3: memory "b": memory "b" is workspace-wide: only a workspace-wide memory (no user) may supersede it, not one for user "u1"`},
 		{"too long", `{"id":"b","category":"global_rule","content":"` + strings.Repeat("x", 1<<20) + `"}`, `m.jsonl:3: memory "b": memory content is 1048576 bytes; the limit is 65536`},
 	}
 	for _, tt := range tests {
@@ -262,5 +268,39 @@ func TestImportBenchFile(t *testing.T) {
 		if got["id"] != w["id"] || got["category"] != w["category"] || got["content"] != content || got["created_at"] != w["created_at"] {
 			t.Fatalf("line %d: got %v, want %v", i+1, got, w)
 		}
+	}
+}
+
+// Times far from today round-trip through export and import exactly.
+func TestImportOldAndFarTimes(t *testing.T) {
+	lines := []string{
+		`{"id":"a","category":"global_rule","content":"Old.","created_at":"1600-01-01T00:00:00Z","user":"","chat":"","superseded_by":""}`,
+		`{"id":"b","category":"global_rule","content":"Before 1678.","created_at":"1677-01-01T12:00:00.000000001Z","user":"","chat":"","superseded_by":""}`,
+		`{"id":"c","category":"global_rule","content":"After 2262.","created_at":"2263-01-01T00:00:00Z","user":"","chat":"","superseded_by":""}`,
+		`{"id":"d","category":"global_rule","content":"Far.","created_at":"9999-12-31T23:59:59.999999999Z","user":"","chat":"","superseded_by":""}`,
+	}
+	in := strings.Join(lines, "\n") + "\n"
+	file := filepath.Join(t.TempDir(), "m.jsonl")
+	os.WriteFile(file, []byte(in), 0o644)
+	ws := t.TempDir()
+	if _, errOut, err := run(t, "import", "-w", ws, file); err != nil {
+		t.Fatalf("import: %v %s", err, errOut)
+	}
+	if out := mustRun(t, "export", "-w", ws); out != in {
+		t.Errorf("export:\n%s\nwant\n%s", out, in)
+	}
+}
+
+func TestImportFileBounds(t *testing.T) {
+	ws := t.TempDir()
+	big := filepath.Join(t.TempDir(), "big.jsonl")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(maxImportFile + 1)
+	f.Close()
+	if _, _, err := run(t, "import", "-w", ws, big); !errors.Is(err, cmdutil.ErrFileTooLarge) {
+		t.Errorf("oversized file: err = %v", err)
 	}
 }

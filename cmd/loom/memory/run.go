@@ -171,7 +171,11 @@ func parseJSONL(name string, data []byte) (ms []memory.Memory, lines []int, err 
 		if r.CreatedAt != "" {
 			t, err := time.Parse(time.RFC3339Nano, r.CreatedAt)
 			if err != nil {
-				return nil, nil, bad("created_at %q is not an RFC 3339 time", r.CreatedAt)
+				return nil, nil, bad("created_at %q is not an RFC 3339 time (years 0000–9999)", r.CreatedAt)
+			}
+			if t.IsZero() {
+				// The store reads the zero time as "no time given".
+				return nil, nil, bad("created_at %q is Go's zero time, which means \"no time\"; leave created_at out instead", r.CreatedAt)
 			}
 			m.CreatedAt = t
 		}
