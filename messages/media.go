@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 )
 
 // Default media limits. Providers reject larger requests (Anthropic takes
@@ -96,7 +97,9 @@ func loadImage(path string, limits MediaLimits, total int64) (Image, Attached, *
 	drop := func(code DropCode, format string, args ...any) (Image, Attached, *Dropped) {
 		return Image{}, Attached{}, &Dropped{Path: path, Code: code, Reason: fmt.Sprintf(format, args...)}
 	}
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a named pipe must not wait for a writer; the
+	// fstat below then drops it as not a regular file.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return drop(DropMissing, "no such file")
