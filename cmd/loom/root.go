@@ -16,6 +16,7 @@ import (
 	cmdMemory "github.com/loomctx/loom/cmd/loom/memory"
 	cmdMessages "github.com/loomctx/loom/cmd/loom/messages"
 	cmdRender "github.com/loomctx/loom/cmd/loom/render"
+	cmdServe "github.com/loomctx/loom/cmd/loom/serve"
 	cmdSkills "github.com/loomctx/loom/cmd/loom/skills"
 	cmdTokens "github.com/loomctx/loom/cmd/loom/tokens"
 	cmdWatch "github.com/loomctx/loom/cmd/loom/watch"
@@ -50,6 +51,7 @@ func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
 		cmdMemory.NewCmdMemory(io, nil),
 		cmdMessages.NewCmdMessages(io, nil),
 		cmdRender.NewCmdRender(io, nil),
+		cmdServe.NewCmdServe(io, nil),
 		cmdSkills.NewCmdSkills(io, nil),
 		cmdTokens.NewCmdTokens(io, nil),
 		cmdWatch.NewCmdWatch(io, nil),

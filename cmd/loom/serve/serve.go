@@ -1,0 +1,172 @@
+// Package serve implements `loom serve`: loom's HTTP API over one workspace
+// or a folder of them (package server).
+package serve
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/server"
+)
+
+// Options are the inputs of `loom serve`.
+type Options struct {
+	IO           *cmdutil.IOStreams
+	Dir          string
+	Root         string
+	Addr         string
+	TokenEnv     string
+	LogFormat    string
+	LogLevel     string
+	MaxBodyBytes int64
+	DrainTimeout time.Duration
+	NoWatch      bool
+
+	// Mounts, when set, attach other front ends to the server before it
+	// serves (the gateway, MCP, the inspector).
+	Mounts []func(*server.Server) error
+	// Started, when set, is called with the address once listening.
+	Started func(net.Addr)
+}
+
+// Mounts are applied to every server `loom serve` starts. Front ends that
+// attach to it (MCP, the inspector, the gateway) add themselves here from
+// their own package's init, or the root command passes them in.
+var Mounts []func(*server.Server) error
+
+// NewCmdServe returns the serve command. runF replaces the run function in
+// tests.
+func NewCmdServe(io *cmdutil.IOStreams, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: io}
+	cmd := &cobra.Command{
+		Use:   "serve [-w DIR | --root DIR] [--addr HOST:PORT]",
+		Short: "Serve loom's HTTP API: prompts, message lists, skills, memories, turns",
+		Long: `Serve loom's JSON API under /v1 for agents written in any language.
+
+-w DIR serves one workspace, named "default" in routes; --root DIR serves every
+plain sub-folder of DIR under its own name. Every workspace served is watched,
+so a render with no file changed reads no file.
+
+By default the server listens on 127.0.0.1:7411. A non-loopback --addr needs
+bearer tokens: --token-env NAME names a variable holding one or more tokens
+(separated by commas or white space); every route but /healthz then needs
+"Authorization: Bearer TOKEN".
+
+The API is described at GET /v1/openapi.json; Prometheus metrics are at
+GET /metrics. SIGTERM or Ctrl-C stops taking requests, lets running ones
+finish and drains queued work, within --drain-timeout.`,
+		Example: `  loom serve -w ./agent
+  loom serve --root ./workspaces --addr 0.0.0.0:7411 --token-env LOOM_TOKENS --log-format json
+  curl -s localhost:7411/v1/workspaces/default/render -H 'Content-Type: application/json' -d '{"channel":"slack"}'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("workspace") && opts.Root != "" {
+				return cmdutil.FlagErrorf("-w and --root cannot be used together")
+			}
+			if opts.Root != "" {
+				opts.Dir = ""
+			}
+			switch opts.LogFormat {
+			case "text", "json":
+			default:
+				return cmdutil.FlagErrorf("--log-format must be text or json")
+			}
+			if _, err := parseLevel(opts.LogLevel); err != nil {
+				return cmdutil.FlagErrorf("--log-level: %v", err)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return Run(ctx, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&opts.Dir, "workspace", "w", ".", "serve this workspace folder as \"default\"")
+	fl.StringVar(&opts.Root, "root", "", "serve every sub-folder of this folder as a workspace")
+	fl.StringVar(&opts.Addr, "addr", server.DefaultAddr, "address to listen on")
+	fl.StringVar(&opts.TokenEnv, "token-env", "", "variable holding the accepted bearer tokens")
+	fl.StringVar(&opts.LogFormat, "log-format", "text", "log format: text or json")
+	fl.StringVar(&opts.LogLevel, "log-level", "info", "least severe level logged: debug, info, warn or error")
+	fl.Int64Var(&opts.MaxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body")
+	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", server.DefaultDrainTimeout, "longest wait for running requests and queued work at shutdown")
+	fl.BoolVar(&opts.NoWatch, "no-watch", false, "do not watch workspaces (every render checks the disk)")
+	return cmd
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}
+
+// Tokens splits a variable's value into tokens.
+func Tokens(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' || r == '\r' })
+}
+
+// Run serves until ctx ends.
+func Run(ctx context.Context, opts *Options) error {
+	level, _ := parseLevel(opts.LogLevel)
+	var h slog.Handler
+	var w io.Writer = opts.IO.ErrOut
+	if opts.LogFormat == "json" {
+		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+	} else {
+		h = slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
+	}
+	log := slog.New(h)
+	var tokens []string
+	if opts.TokenEnv != "" {
+		tokens = Tokens(os.Getenv(opts.TokenEnv))
+		if len(tokens) == 0 {
+			return cmdutil.FlagErrorf("--token-env %s: the variable is empty or unset", opts.TokenEnv)
+		}
+	}
+	if err := server.CheckAddr(opts.Addr, len(tokens) > 0); err != nil {
+		return cmdutil.FlagErrorf("%v", err)
+	}
+	s, err := server.New(server.Options{
+		Dir: opts.Dir, Root: opts.Root, Tokens: tokens, Logger: log,
+		MaxBodyBytes: opts.MaxBodyBytes, DrainTimeout: opts.DrainTimeout, NoWatch: opts.NoWatch,
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range append(append([]func(*server.Server) error(nil), Mounts...), opts.Mounts...) {
+		if err := m(s); err != nil {
+			s.Close()
+			return err
+		}
+	}
+	return s.ListenAndServe(ctx, opts.Addr, func(a net.Addr) {
+		log.Info("serving", "addr", a.String(), "workspaces", describe(opts))
+		fmt.Fprintf(opts.IO.ErrOut, "loom: serving on http://%s\n", a)
+		if opts.Started != nil {
+			opts.Started(a)
+		}
+	})
+}
+
+func describe(o *Options) string {
+	if o.Root != "" {
+		return "root " + o.Root
+	}
+	return "default=" + o.Dir
+}

@@ -1,0 +1,177 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/workspace"
+)
+
+// MemoryList is the body of the memory listing and export routes.
+type MemoryList struct {
+	Memories []memory.Memory `json:"memories"`
+}
+
+// AddMemoryRequest is the body of POST .../memories.
+type AddMemoryRequest struct {
+	Category   string `json:"category"`
+	Content    string `json:"content"`
+	User       string `json:"user,omitempty"`
+	Chat       string `json:"chat,omitempty"`
+	Supersedes string `json:"supersedes,omitempty"`
+}
+
+// ImportResponse says how many memories an import stored.
+type ImportResponse struct {
+	Imported int `json:"imported"`
+}
+
+// store opens the workspace's memory store on first use, creating it.
+func (ws *Workspace) store() (memory.Store, error) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.mem != nil {
+		return ws.mem, nil
+	}
+	cfg, err := workspace.LoadConfig(ws.Door)
+	if err != nil {
+		return nil, Errorf(http.StatusUnprocessableEntity, "config_invalid", "%v", err)
+	}
+	path := memory.DBPath(ws.Root())
+	if cfg.Memory.DB != "" {
+		path = cfg.Memory.DB
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(ws.Root(), filepath.FromSlash(path))
+		}
+	}
+	if env := os.Getenv("LOOM_MEMORY_DB"); env != "" {
+		path = env
+	}
+	cats := memory.DefaultCategories
+	if len(cfg.Memory.Categories) > 0 {
+		cats = make([]memory.Category, len(cfg.Memory.Categories))
+		for i, c := range cfg.Memory.Categories {
+			cats[i] = memory.Category{Name: c.Name, Label: c.Label}
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	st, err := memory.OpenSQLite(path, memory.WithCategories(cats))
+	if err != nil {
+		return nil, err
+	}
+	ws.mem = st
+	return st, nil
+}
+
+func memoryProblem(err error, field string) error {
+	var (
+		cat  *memory.UnknownCategoryError
+		long *memory.ContentTooLongError
+		imp  *memory.ImportError
+	)
+	switch {
+	case errors.As(err, &imp):
+		return &Problem{Status: http.StatusBadRequest, Code: CodeInvalidField,
+			Field: fmt.Sprintf("memories[%d]", imp.Index), Detail: imp.Error()}
+	case errors.As(err, &cat):
+		return FieldErrorf("category", "%v", err)
+	case errors.Is(err, memory.ErrEmptyContent), errors.As(err, &long):
+		return FieldErrorf("content", "%v", err)
+	case errors.Is(err, memory.ErrNotFound):
+		if field != "" {
+			return FieldErrorf(field, "%v", err)
+		}
+		return Errorf(http.StatusNotFound, "memory_not_found", "%v", err)
+	}
+	return err
+}
+
+func (s *Server) listMemories(r *http.Request, ws *Workspace) (any, error) {
+	st, err := ws.store()
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	query := memory.Query{User: q.Get("user"), AllUsers: q.Get("all_users") == "true", All: q.Get("all") == "true",
+		ExcludeChat: q.Get("exclude_chat")}
+	for _, k := range []string{"all_users", "all"} {
+		if v := q.Get(k); v != "" && v != "true" && v != "false" {
+			return nil, FieldErrorf(k, "must be true or false")
+		}
+	}
+	list, err := st.List(r.Context(), query)
+	if err != nil {
+		return nil, err
+	}
+	if list == nil {
+		list = []memory.Memory{}
+	}
+	return MemoryList{Memories: list}, nil
+}
+
+func (s *Server) exportMemories(r *http.Request, ws *Workspace) (any, error) {
+	st, err := ws.store()
+	if err != nil {
+		return nil, err
+	}
+	list, err := st.List(r.Context(), memory.Query{AllUsers: true, All: true})
+	if err != nil {
+		return nil, err
+	}
+	if list == nil {
+		list = []memory.Memory{}
+	}
+	return MemoryList{Memories: list}, nil
+}
+
+func (s *Server) addMemory(r *http.Request, ws *Workspace) (any, error) {
+	var q AddMemoryRequest
+	if err := DecodeJSON(r, &q); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(q.Category) == "" {
+		return nil, FieldErrorf("category", "is required")
+	}
+	st, err := ws.store()
+	if err != nil {
+		return nil, err
+	}
+	added, err := st.Add(r.Context(), memory.NewMemory{Category: q.Category, Content: q.Content, User: q.User, Chat: q.Chat, Supersedes: q.Supersedes})
+	if err != nil {
+		return nil, memoryProblem(err, "supersedes")
+	}
+	return created{MemoryList{Memories: added}}, nil
+}
+
+func (s *Server) forgetMemory(r *http.Request, ws *Workspace) (any, error) {
+	st, err := ws.store()
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Forget(r.Context(), r.PathValue("id")); err != nil {
+		return nil, memoryProblem(err, "")
+	}
+	return noContent{}, nil
+}
+
+func (s *Server) importMemories(r *http.Request, ws *Workspace) (any, error) {
+	var q MemoryList
+	if err := DecodeJSON(r, &q); err != nil {
+		return nil, err
+	}
+	st, err := ws.store()
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Import(r.Context(), q.Memories); err != nil {
+		return nil, memoryProblem(err, "")
+	}
+	return ImportResponse{Imported: len(q.Memories)}, nil
+}

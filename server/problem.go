@@ -1,0 +1,199 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Problem is an RFC 9457 problem: the body of every error response, sent as
+// application/problem+json. Code is stable and meant for programs; Detail is
+// for people and may change.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	Code   string `json:"code"`
+	// Field names the request field at fault, as a JSON path ("report.budget").
+	Field     string `json:"field,omitempty"`
+	Instance  string `json:"instance,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+func (p *Problem) Error() string {
+	if p.Field != "" {
+		return fmt.Sprintf("%s: %s", p.Field, p.Detail)
+	}
+	return p.Detail
+}
+
+// Errorf returns a problem with the given status and stable code.
+func Errorf(status int, code, format string, args ...any) *Problem {
+	return &Problem{Status: status, Code: code, Detail: fmt.Sprintf(format, args...)}
+}
+
+// FieldErrorf returns a 400 problem naming the request field at fault.
+func FieldErrorf(field, format string, args ...any) *Problem {
+	return &Problem{Status: http.StatusBadRequest, Code: "invalid_field", Field: field, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Stable problem codes.
+const (
+	CodeNotFound         = "not_found"
+	CodeWorkspaceUnknown = "workspace_not_found"
+	CodeBadJSON          = "invalid_json"
+	CodeInvalidField     = "invalid_field"
+	CodeUnknownField     = "unknown_field"
+	CodeTooLarge         = "body_too_large"
+	CodeUnauthorized     = "unauthorized"
+	CodeInternal         = "internal"
+	CodeUnsupportedMedia = "unsupported_media_type"
+	CodeUnavailable      = "unavailable"
+)
+
+// WriteProblem writes err as a problem response. An error that is not a
+// *Problem becomes a 500 whose detail does not repeat the error's text
+// (which may hold a path or a secret); the caller logs it.
+func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
+	var p *Problem
+	if !errors.As(err, &p) {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			p = Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body larger than %d bytes", mb.Limit)
+		} else {
+			p = Errorf(http.StatusInternalServerError, CodeInternal, "internal error; see the server log for request %s", requestID(r))
+		}
+	}
+	out := *p
+	if out.Type == "" {
+		out.Type = "https://loom.dev/problems/" + strings.ReplaceAll(out.Code, "_", "-")
+	}
+	if out.Title == "" {
+		out.Title = http.StatusText(out.Status)
+	}
+	if r != nil {
+		out.Instance = r.URL.Path
+		out.RequestID = requestID(r)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Del("ETag")
+	if out.Status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="loom"`)
+	}
+	w.WriteHeader(out.Status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(&out)
+}
+
+// DecodeJSON decodes a JSON request body into v. Unknown fields, trailing
+// data, a wrong type, a body over the server's cap and a wrong content type
+// all give a *Problem that names what was wrong (and the field, when there
+// is one).
+func DecodeJSON(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt := strings.TrimSpace(strings.ToLower(strings.SplitN(ct, ";", 2)[0]))
+		if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+			return Errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "request body must be application/json, not %q", mt)
+		}
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeProblem(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return decodeProblem(err)
+		}
+		return Errorf(http.StatusBadRequest, CodeBadJSON, "request body holds more than one JSON value")
+	}
+	return nil
+}
+
+func decodeProblem(err error) error {
+	var (
+		mb  *http.MaxBytesError
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &mb):
+		return Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body larger than %d bytes", mb.Limit)
+	case errors.Is(err, io.EOF):
+		return Errorf(http.StatusBadRequest, CodeBadJSON, "request body is empty; send a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return Errorf(http.StatusBadRequest, CodeBadJSON, "request body ends in the middle of a JSON value")
+	case errors.As(err, &syn):
+		return Errorf(http.StatusBadRequest, CodeBadJSON, "request body is not valid JSON at byte %d: %v", syn.Offset, syn)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return Errorf(http.StatusBadRequest, CodeBadJSON, "request body must be a JSON object, not %s", typ.Value)
+		}
+		return &Problem{Status: http.StatusBadRequest, Code: CodeInvalidField, Field: field,
+			Detail: fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return &Problem{Status: http.StatusBadRequest, Code: CodeUnknownField, Field: name,
+			Detail: fmt.Sprintf("unknown field %q", name)}
+	}
+	var p *Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	return Errorf(http.StatusBadRequest, CodeBadJSON, "request body: %v", err)
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map", "ptr":
+		return "an object"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "an integer"
+	case "float32", "float64":
+		return "a number"
+	}
+	return "a " + goKind
+}
+
+// WriteJSON writes v as a JSON response with the given status: compact,
+// with <, > and & left as they are, and a final newline.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	body, err := marshal(v)
+	if err != nil {
+		WriteProblem(w, nil, err)
+		return
+	}
+	writeBody(w, status, body)
+}
+
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+func marshal(v any) ([]byte, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), nil
+}

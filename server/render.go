@@ -1,0 +1,238 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/tokens"
+)
+
+// RenderRequest holds a render's options: the JSON form of `loom render`'s
+// flags. Every field is optional.
+type RenderRequest struct {
+	Preset       string       `json:"preset,omitempty"`
+	Channel      string       `json:"channel,omitempty"`
+	ChatURL      string       `json:"chat_url,omitempty"`
+	Fork         *prompt.Fork `json:"fork,omitempty"`
+	Budget       int          `json:"budget,omitempty"`
+	Encoding     string       `json:"encoding,omitempty"`
+	Model        string       `json:"model,omitempty"`
+	TZ           string       `json:"tz,omitempty"`
+	Now          string       `json:"now,omitempty"`
+	TestMode     bool         `json:"test_mode,omitempty"`
+	Tools        []string     `json:"tools,omitempty"` // absent means every tool; [] means none
+	Subagent     bool         `json:"subagent,omitempty"`
+	User         string       `json:"user,omitempty"`
+	ChatID       string       `json:"chat_id,omitempty"`
+	MemoryBudget int          `json:"memory_budget,omitempty"`
+}
+
+// maxOptionBytes bounds each string option.
+const maxOptionBytes = 4096
+
+// Options checks the request and turns it into prompt options, naming the
+// field at fault.
+func (q *RenderRequest) Options() (prompt.Options, error) {
+	o := prompt.Options{
+		Preset: q.Preset, Channel: q.Channel, ChatURL: q.ChatURL, Fork: q.Fork, Subagent: q.Subagent,
+		Timezone: q.TZ, TestMode: q.TestMode, Tools: q.Tools, User: q.User, ChatID: q.ChatID,
+		MemoryBudget: q.MemoryBudget, Budget: q.Budget, Encoding: q.Encoding, Model: q.Model,
+	}
+	for name, v := range map[string]string{"preset": q.Preset, "channel": q.Channel, "chat_url": q.ChatURL,
+		"encoding": q.Encoding, "model": q.Model, "tz": q.TZ, "now": q.Now, "user": q.User, "chat_id": q.ChatID} {
+		if len(v) > maxOptionBytes {
+			return o, FieldErrorf(name, "longer than %d bytes", maxOptionBytes)
+		}
+	}
+	switch {
+	case q.Budget < 0:
+		return o, FieldErrorf("budget", "must be a positive number of tokens")
+	case q.MemoryBudget < 0:
+		return o, FieldErrorf("memory_budget", "must be a positive number of tokens")
+	case q.Encoding != "" && q.Model != "":
+		return o, FieldErrorf("encoding", "encoding and model cannot be used together")
+	case q.Preset != "" && q.Preset != prompt.Assistant && q.Preset != prompt.Analyst:
+		return o, FieldErrorf("preset", "must be %s or %s", prompt.Assistant, prompt.Analyst)
+	case strings.ContainsAny(q.Channel, "/\\\x00") || strings.HasPrefix(q.Channel, "."):
+		return o, FieldErrorf("channel", "must be a plain name")
+	}
+	if q.Encoding != "" {
+		if _, err := tokens.Get(q.Encoding); err != nil {
+			return o, FieldErrorf("encoding", "%v", err)
+		}
+	}
+	if q.TZ != "" {
+		if _, err := time.LoadLocation(q.TZ); err != nil || strings.Contains(q.TZ, "..") {
+			return o, FieldErrorf("tz", "unknown time zone %q", q.TZ)
+		}
+	}
+	if q.Now != "" {
+		t, err := time.Parse(time.RFC3339, q.Now)
+		if err != nil {
+			return o, FieldErrorf("now", "must be an RFC 3339 time: %v", err)
+		}
+		o.Now = t
+	}
+	if q.Fork != nil && len(q.Fork.Title)+len(q.Fork.Author)+len(q.Fork.Selection) > 64<<10 {
+		return o, FieldErrorf("fork", "longer than 64 KiB")
+	}
+	return o, nil
+}
+
+// RenderResponse is a render's result: the prompt and the report, in the
+// shape of `loom render --format json`, plus over_budget when even
+// dropping everything droppable left the prompt over its budget.
+type RenderResponse struct {
+	*prompt.Result
+	OverBudget string `json:"over_budget,omitempty"`
+}
+
+// decodeOptional decodes a JSON body into v, taking an empty body as {}.
+func decodeOptional(r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	return DecodeJSON(r, v)
+}
+
+// Render renders ws's prompt for the request's options, from the builder's
+// cache when nothing changed.
+func (s *Server) renderResult(r *http.Request, ws *Workspace, q *RenderRequest) (*prompt.Result, error, error) {
+	o, err := q.Options()
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := ws.Builder.Render(r.Context(), o)
+	var over *md.OverBudgetError
+	if err != nil && !errors.As(err, &over) {
+		return nil, nil, Errorf(http.StatusUnprocessableEntity, "render_failed", "%v", err)
+	}
+	return res, err, nil
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	var q RenderRequest
+	if err := decodeOptional(r, &q); err != nil {
+		WriteProblem(w, r, err)
+		return
+	}
+	res, overErr, err := s.renderResult(r, ws, &q)
+	if err != nil {
+		WriteProblem(w, r, err)
+		return
+	}
+	enc, hit, err := ws.encodeRender(res, overErr)
+	if err != nil {
+		s.reply(w, r, nil, err)
+		return
+	}
+	if hit {
+		s.metrics.renders.WithLabelValues("hit").Inc()
+	} else {
+		s.metrics.renders.WithLabelValues("miss").Inc()
+	}
+	h := w.Header()
+	h.Set("ETag", enc.etag)
+	h.Set("Cache-Control", "no-cache")
+	if etagMatch(r.Header.Get("If-None-Match"), enc.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	writeBody(w, http.StatusOK, enc.body)
+}
+
+// encodeRender returns the encoded body and ETag of a result, from a cache
+// keyed by the result's identity: the builder returns the same *Result
+// while nothing changed, so a warm render costs no encoding.
+func (ws *Workspace) encodeRender(res *prompt.Result, overErr error) (*encoded, bool, error) {
+	ws.mu.Lock()
+	e, ok := ws.rendered[res]
+	ws.mu.Unlock()
+	if ok {
+		return e, true, nil
+	}
+	resp := RenderResponse{Result: res}
+	if overErr != nil {
+		resp.OverBudget = overErr.Error()
+	}
+	body, err := marshal(resp)
+	if err != nil {
+		return nil, false, err
+	}
+	sum := sha256.Sum256([]byte(res.Prompt))
+	e = &encoded{body: body, etag: `"` + hex.EncodeToString(sum[:]) + `"`}
+	ws.mu.Lock()
+	if len(ws.rendered) >= 32 { // results of option sets no longer asked for
+		clear(ws.rendered)
+	}
+	ws.rendered[res] = e
+	ws.mu.Unlock()
+	return e, false, nil
+}
+
+// etagMatch reports whether an If-None-Match header matches etag (weak
+// comparison, as RFC 9110 asks for If-None-Match).
+func etagMatch(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// TokensRequest is the body of POST /v1/tokens.
+type TokensRequest struct {
+	Text     string `json:"text"`
+	Encoding string `json:"encoding,omitempty"`
+	Model    string `json:"model,omitempty"`
+}
+
+// TokensResponse is the shape of `loom tokens --json`.
+type TokensResponse struct {
+	Encoding string `json:"encoding"`
+	Tokens   int    `json:"tokens"`
+	Bytes    int    `json:"bytes"`
+	Model    string `json:"model,omitempty"`
+	Fallback bool   `json:"fallback,omitempty"`
+}
+
+func (s *Server) countTokens(r *http.Request) (any, error) {
+	var q TokensRequest
+	if err := DecodeJSON(r, &q); err != nil {
+		return nil, err
+	}
+	res := TokensResponse{Encoding: tokens.Default, Bytes: len(q.Text)}
+	var c tokens.Counter
+	switch {
+	case q.Encoding != "" && q.Model != "":
+		return nil, FieldErrorf("encoding", "encoding and model cannot be used together")
+	case q.Model != "":
+		if len(q.Model) > maxOptionBytes {
+			return nil, FieldErrorf("model", "longer than %d bytes", maxOptionBytes)
+		}
+		var rz tokens.Resolution
+		c, rz = tokens.ForModel(q.Model)
+		res.Encoding, res.Model, res.Fallback = rz.Encoding, q.Model, rz.Fallback
+	case q.Encoding != "":
+		var err error
+		if c, err = tokens.Get(q.Encoding); err != nil {
+			return nil, FieldErrorf("encoding", "%v", err)
+		}
+		res.Encoding = q.Encoding
+	default:
+		c, _ = tokens.Get(tokens.Default)
+	}
+	res.Tokens = c.Count(q.Text)
+	return res, nil
+}

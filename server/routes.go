@@ -1,0 +1,102 @@
+package server
+
+import (
+	_ "embed"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+//go:embed openapi.json
+var openapiDoc []byte
+
+// OpenAPI returns the server's OpenAPI 3.1 document.
+func OpenAPI() []byte { return openapiDoc }
+
+// api adapts a handler that returns (value, error) to a workspace route:
+// the value is encoded as JSON with status 200, the error as a problem.
+func (s *Server) api(h func(r *http.Request, ws *Workspace) (any, error)) WorkspaceHandler {
+	return func(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+		v, err := h(r, ws)
+		s.reply(w, r, v, err)
+	}
+}
+
+// created is a value sent with 201 Created.
+type created struct{ v any }
+
+// noContent is sent as 204 No Content.
+type noContent struct{}
+
+func (s *Server) reply(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		if _, ok := err.(*Problem); !ok {
+			s.log.Error("handler failed", "request_id", requestID(r), "route", r.Pattern, "err", err)
+		}
+		WriteProblem(w, r, err)
+		return
+	}
+	switch v := v.(type) {
+	case noContent:
+		w.WriteHeader(http.StatusNoContent)
+	case created:
+		WriteJSON(w, http.StatusCreated, v.v)
+	default:
+		WriteJSON(w, http.StatusOK, v)
+	}
+}
+
+func (s *Server) routes() {
+	s.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !s.isReady() {
+			WriteProblem(w, r, Errorf(http.StatusServiceUnavailable, CodeUnavailable, "shutting down"))
+			return
+		}
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	s.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	s.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(openapiDoc)
+	})
+	s.HandleFunc("POST /v1/tokens", func(w http.ResponseWriter, r *http.Request) {
+		v, err := s.countTokens(r)
+		s.reply(w, r, v, err)
+	})
+	s.HandleWorkspace("POST /v1/workspaces/{ws}/render", s.render)
+	s.HandleWorkspace("GET /v1/workspaces/{ws}/skills", s.api(s.listSkills))
+	s.HandleWorkspace("GET /v1/workspaces/{ws}/skills/{name}", s.api(s.getSkill))
+	s.HandleWorkspace("POST /v1/workspaces/{ws}/skills/{name}/expand", s.api(s.expandSkill))
+	s.HandleWorkspace("GET /v1/workspaces/{ws}/memories", s.api(s.listMemories))
+	s.HandleWorkspace("POST /v1/workspaces/{ws}/memories", s.api(s.addMemory))
+	s.HandleWorkspace("DELETE /v1/workspaces/{ws}/memories/{id}", s.api(s.forgetMemory))
+	s.HandleWorkspace("GET /v1/workspaces/{ws}/memories/export", s.api(s.exportMemories))
+	s.HandleWorkspace("POST /v1/workspaces/{ws}/memories/import", s.api(s.importMemories))
+	s.HandleFunc("/", s.notFound)
+}
+
+// notFound answers a request no route matched: 405 with Allow when the
+// path exists under another method, else 404, both as problems.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pat := s.mux.Handler(probe); pat != "" && pat != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		WriteProblem(w, r, Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		return
+	}
+	WriteProblem(w, r, Errorf(http.StatusNotFound, CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+}

@@ -1,0 +1,252 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults for [Options].
+const (
+	DefaultAddr              = "127.0.0.1:7411"
+	DefaultMaxBodyBytes      = 32 << 20 // history plus images, as the CLI caps them (20 MiB of media)
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultDrainTimeout      = 10 * time.Second
+)
+
+// Options configure a [Server]. Exactly one of Dir and Root is set.
+type Options struct {
+	// Dir serves one workspace folder, named "default" in routes.
+	Dir string
+	// Root serves every plain sub-folder of Root as a workspace named
+	// after the folder.
+	Root string
+	// Tokens are the accepted bearer tokens. Empty means no
+	// authentication, which ListenAndServe allows on loopback only.
+	Tokens []string
+	// Logger receives one line per request; nil discards.
+	Logger *slog.Logger
+	// MaxBodyBytes caps every request body; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Timeouts; zero means the defaults above.
+	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
+	// DrainTimeout bounds the shutdown: in-flight requests, then drainers.
+	DrainTimeout time.Duration
+	// NoWatch leaves workspaces unwatched: every render checks the disk.
+	NoWatch bool
+}
+
+// Server is loom's HTTP server. Build it with [New], mount front ends with
+// [Server.Handle] and [Server.HandleWorkspace], then serve with
+// [Server.ListenAndServe] or [Server.Serve], or use [Server.Handler] in
+// tests.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	mux     *http.ServeMux
+	handler http.Handler
+	reg     *prometheus.Registry
+	metrics *metrics
+	wss     *workspaces
+	tokens  [][32]byte
+
+	mu       sync.Mutex
+	drainers []func(context.Context) error
+	ready    bool
+}
+
+// New returns a server for the workspace folder or root in opts, with every
+// built-in route registered.
+func New(opts Options) (*Server, error) {
+	if (opts.Dir == "") == (opts.Root == "") {
+		return nil, errors.New("server: set exactly one of Dir and Root")
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.ReadHeaderTimeout <= 0 {
+		opts.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = DefaultDrainTimeout
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	wss, err := newWorkspaces(opts.Dir, opts.Root, !opts.NoWatch)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, log: log, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), wss: wss}
+	for _, t := range opts.Tokens {
+		s.tokens = append(s.tokens, hashToken(t))
+	}
+	s.metrics = newMetrics(s.reg)
+	s.handler = s.middleware(s.mux)
+	s.routes()
+	s.ready = true
+	return s, nil
+}
+
+// Handler returns the server's whole handler: every route behind the
+// middleware. Tests serve it with httptest.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Registry returns the Prometheus registry served at GET /metrics. A front
+// end registers its own collectors on it.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Logger returns the server's logger.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
+// Handle registers h for a ServeMux pattern ("GET /inspect/",
+// "POST /v1/things/{id}"). It panics on a pattern already registered, as
+// http.ServeMux does.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// HandleFunc is Handle for a function.
+func (s *Server) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	s.mux.HandleFunc(pattern, h)
+}
+
+// WorkspaceHandler is a handler for a route with a {ws} wildcard.
+type WorkspaceHandler func(w http.ResponseWriter, r *http.Request, ws *Workspace)
+
+// HandleWorkspace registers h for a pattern that holds a {ws} wildcard. The
+// server resolves the name to an open workspace, or answers 404 without
+// calling h.
+func (s *Server) HandleWorkspace(pattern string, h WorkspaceHandler) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		ws, err := s.wss.get(r.PathValue("ws"))
+		if err != nil {
+			WriteProblem(w, r, err)
+			return
+		}
+		h(w, r, ws)
+	})
+}
+
+// Workspace returns the open workspace with that name ("default" with
+// Options.Dir), opening and watching it on first use. An unknown or
+// unsafe name gives a 404 *Problem.
+func (s *Server) Workspace(name string) (*Workspace, error) { return s.wss.get(name) }
+
+// AddDrainer registers f to run at shutdown, after in-flight requests have
+// finished; ctx ends at the drain deadline.
+func (s *Server) AddDrainer(f func(ctx context.Context) error) {
+	s.mu.Lock()
+	s.drainers = append(s.drainers, f)
+	s.mu.Unlock()
+}
+
+// ListenAndServe listens on addr and serves until ctx ends, then drains (see
+// [Server.Serve]). It refuses an address that is not loopback unless tokens
+// are configured.
+func (s *Server) ListenAndServe(ctx context.Context, addr string, started func(net.Addr)) error {
+	if err := CheckAddr(addr, len(s.tokens) > 0); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	if started != nil {
+		started(ln.Addr())
+	}
+	return s.Serve(ctx, ln)
+}
+
+// CheckAddr returns an error for a listen address that is not loopback when
+// no tokens are configured.
+func CheckAddr(addr string, haveTokens bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %v", addr, err)
+	}
+	if haveTokens || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--addr %s is not loopback: refusing to serve without bearer tokens (set --token-env)", addr)
+}
+
+// Serve serves on ln until ctx ends. It then stops taking requests, lets
+// in-flight ones finish, runs the drainers, and closes the workspaces, all
+// within Options.DrainTimeout.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		ReadTimeout:       s.opts.ReadTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.closeAll(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	s.ready = false
+	s.mu.Unlock()
+	s.log.Info("shutting down: draining requests", "timeout", s.opts.DrainTimeout)
+	dctx, cancel := context.WithTimeout(context.Background(), s.opts.DrainTimeout)
+	defer cancel()
+	err := srv.Shutdown(dctx)
+	if err != nil {
+		s.log.Warn("requests still running at the drain deadline", "err", err)
+		srv.Close()
+	}
+	<-errc
+	return errors.Join(err, s.closeAll(dctx))
+}
+
+// closeAll runs the drainers, then closes the workspaces.
+func (s *Server) closeAll(ctx context.Context) error {
+	s.mu.Lock()
+	ds := append([]func(context.Context) error(nil), s.drainers...)
+	s.mu.Unlock()
+	var errs []error
+	for _, d := range ds {
+		if err := d(ctx); err != nil {
+			s.log.Warn("drain", "err", err)
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, s.wss.close())
+	return errors.Join(errs...)
+}
+
+// Close releases the workspaces without serving; for tests that used
+// Handler.
+func (s *Server) Close() error { return s.closeAll(context.Background()) }
+
+func (s *Server) isReady() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ready
+}
