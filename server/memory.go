@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/memory"
-	"github.com/loomctx/loom/workspace"
 )
 
 // MemoryList is the body of the memory listing and export routes.
@@ -38,19 +38,13 @@ func (ws *Workspace) store() (memory.Store, error) {
 	if ws.mem != nil {
 		return ws.mem, nil
 	}
-	cfg, err := workspace.LoadConfig(ws.Door)
+	cfg, err := config.Load(ws.Door)
 	if err != nil {
 		return nil, Errorf(http.StatusUnprocessableEntity, "config_invalid", "%v", err)
 	}
-	path := memory.DBPath(ws.Root())
-	if cfg.Memory.DB != "" {
-		path = cfg.Memory.DB
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(ws.Root(), filepath.FromSlash(path))
-		}
-	}
-	if env := os.Getenv("LOOM_MEMORY_DB"); env != "" {
-		path = env
+	path, err := config.MemoryStoreLocation(ws.Root(), cfg)
+	if err != nil {
+		return nil, Errorf(http.StatusUnprocessableEntity, "config_invalid", "%v", err)
 	}
 	cats := memory.DefaultCategories
 	if len(cfg.Memory.Categories) > 0 {
