@@ -226,6 +226,10 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	}
 	finish := func(k int, a attempt) (Result, error) {
 		p.setCut(k)
+		p.addBack = -1
+		if prev, ok := tries[k-1]; ok && k > 0 {
+			p.addBack = prev.tokens
+		}
 		res := Result{Text: a.text, Report: rd.report(a.text, a.recs, p, cost)}
 		res.Report.Tokens = a.tokens
 		if a.tokens > budget {
@@ -243,10 +247,7 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 
 	// Guess the cutoff from the costs, then confirm with exact counts: tokens
 	// are nearly additive, so the guess is usually right or one step off.
-	k, before := p.estimate(cost, full.tokens, budget)
-	// Joining texts rarely costs more tokens than counting them apart, so
-	// when one drop fewer is estimated well over budget, it is not tried.
-	margin := max(16, budget/64)
+	k := p.estimate(cost, full.tokens, budget)
 	best, err := try(k)
 	if err != nil {
 		return Result{}, err
@@ -270,18 +271,17 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 			return finish(nOrder, tries[nOrder])
 		}
 	} else if hi-1 > lo {
-		if before > budget+margin {
-			lo = hi - 1
+		// The estimate is usually right: confirm that one drop fewer is
+		// over budget by rendering it, never by trusting the estimate, so
+		// the kept set is maximal.
+		a, err := try(hi - 1)
+		if err != nil {
+			return Result{}, err
+		}
+		if a.tokens <= budget {
+			hi, best = hi-1, a
 		} else {
-			a, err := try(hi - 1)
-			if err != nil {
-				return Result{}, err
-			}
-			if a.tokens <= budget {
-				hi, best = hi-1, a
-			} else {
-				lo = hi - 1
-			}
+			lo = hi - 1
 		}
 	}
 	for hi-lo > 1 {
@@ -383,7 +383,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 	for idx, si := range p.scopes {
 		rc, ok := rendered[idx]
 		direct := p.isDropped(idx)
-		if si.s.Name == "" && ok && rc.cut == nil && !rc.gone && !rc.emptied {
+		if si.s.Name == "" && ok && rc.cut == nil {
 			continue
 		}
 		if ok && rc.text == "" && !rc.emptied {
@@ -411,6 +411,9 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 		case direct:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
 			e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d, among the lowest)", rd.budget, si.s.Priority)
+			if p.cutAt < 0 && p.addBack >= 0 && p.last() == idx {
+				e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d; keeping it would make the prompt %d tokens)", rd.budget, si.s.Priority, p.addBack)
+			}
 		default:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
 			e.Reason = "left out with the scope around it"
@@ -443,6 +446,19 @@ type plan struct {
 	trunc     map[int]int // scope → token limit for this pass
 	cutAt     int         // final cut when a scope was truncated, else -1
 	truncated int         // that scope, else -1
+	// addBack is the size of the prompt with the last dropped scope kept,
+	// which proves the kept set maximal; -1 when unknown.
+	addBack int
+}
+
+// last returns the last scope the current cut drops directly, or -1.
+func (p *plan) last() int {
+	for i := len(p.order) - 1; i >= 0; i-- {
+		if p.drop[p.order[i]] {
+			return p.order[i]
+		}
+	}
+	return -1
 }
 
 type scopeInfo struct {
@@ -452,7 +468,7 @@ type scopeInfo struct {
 }
 
 func newPlan(n Node) *plan {
-	p := &plan{index: map[*Scope]int{}, cutAt: -1, truncated: -1}
+	p := &plan{index: map[*Scope]int{}, cutAt: -1, truncated: -1, addBack: -1}
 	p.walk(n, -1)
 	p.drop = make([]bool, len(p.scopes))
 	for i, si := range p.scopes {
@@ -582,13 +598,13 @@ func (p *plan) ancestorDropped(idx, k int) bool {
 
 // estimate returns the smallest cut whose text, by adding up scope costs,
 // should fit the budget.
-func (p *plan) estimate(cost []int, total, budget int) (k, before int) {
+func (p *plan) estimate(cost []int, total, budget int) int {
 	saved := make([]int, len(p.scopes))
 	removed := make([]bool, len(p.scopes))
-	est, before := total, total
+	est := total
 	for k, idx := range p.order {
 		if est <= budget {
-			return k, before
+			return k
 		}
 		covered := false
 		for a := p.scopes[idx].parent; a >= 0; a = p.scopes[a].parent {
@@ -602,11 +618,10 @@ func (p *plan) estimate(cost []int, total, budget int) (k, before int) {
 		}
 		gain := cost[idx] - saved[idx] + 1 // +1 for its separator
 		removed[idx] = true
-		before = est
 		est -= gain
 		for a := p.scopes[idx].parent; a >= 0; a = p.scopes[a].parent {
 			saved[a] += gain
 		}
 	}
-	return len(p.order), before
+	return len(p.order)
 }

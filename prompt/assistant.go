@@ -155,9 +155,9 @@ func (st *state) skillsSummary() md.Node {
 	}
 	var n md.Node
 	if st.preset == Analyst {
-		n = st.skills.Listing(skills.PromptOptions{Priority: prioSkills + len(st.skills.Skills)})
+		n = st.skills.Listing(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange)})
 	} else {
-		n = st.skills.Summary(skills.PromptOptions{Priority: prioSkills + len(st.skills.Skills)})
+		n = st.skills.Summary(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange)})
 	}
 	return adopt(n, "skills", func(s *md.Scope) {
 		if c := st.sectionCap("skills"); c > 0 {

@@ -22,15 +22,23 @@ import (
 	"github.com/loomctx/loom/workspace"
 )
 
-// Priorities decide what a budget drops first: the end of the skills
-// summary, then memories (the least important first), then the long-term
-// memory file, which is cut rather than dropped, then always-on skills.
+// Priorities decide what a budget drops first, lowest first. Each kind of
+// scope owns a range of its own, wide enough that no count of entries can
+// reach the next one, so the order below holds for any workspace:
+//
+//	range                      scope                        within the range
+//	1,000,000 – 1,999,999      skills summary entries       + position from the end
+//	2,000,000 – 2,999,999      structured memories          + rank (best = highest)
+//	3,000,000                  memory/MEMORY.md             cut rather than dropped
+//	4,000,000                  active (always-on) skills
+//
 // Everything else is never dropped.
 const (
-	prioSkills      = 1000 // + position from the end
-	prioMemoryItems = 2000 // + rank
-	prioMemoryFile  = 3000
-	prioActive      = 4000
+	prioSkills      = 1_000_000 // + position from the end
+	prioMemoryItems = 2_000_000 // + rank
+	prioMemoryFile  = 3_000_000
+	prioActive      = 4_000_000
+	prioRange       = 999_999 // entries a range holds
 )
 
 // state is everything one render needs, gathered from the workspace.

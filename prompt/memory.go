@@ -42,7 +42,7 @@ func (st *state) structuredMemories(level int) md.Node {
 	for _, g := range sel.Groups {
 		var items []md.Node
 		for _, m := range g.Memories {
-			items = append(items, md.Named("memory/"+m.ID, md.Item(md.Text(m.Content))).Prio(prioMemoryItems+rank))
+			items = append(items, md.Named("memory/"+m.ID, md.Item(md.Text(m.Content))).Prio(prioMemoryItems+max(min(rank, prioRange), 0)))
 			rank--
 		}
 		groups = append(groups, md.Sec(level+1, g.Category.Label, md.UL(items...)))

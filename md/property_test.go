@@ -1,0 +1,143 @@
+package md_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/loomctx/loom/md"
+)
+
+// randomTree builds a prompt-like tree: fixed parts, sections of prioritised
+// entries with notices, nested prioritised scopes, and colliding priorities.
+// Every scope is named after a word that appears in its text only.
+func randomTree(rng *rand.Rand) md.Node {
+	n := 0
+	word := func() string { n++; return fmt.Sprintf("w%d", n) }
+	text := func(w string) md.Node {
+		return md.Text(w + strings.Repeat(" x", rng.IntN(12)))
+	}
+	var parts []md.Node
+	for range 1 + rng.IntN(5) {
+		switch rng.IntN(4) {
+		case 0: // fixed text
+			w := word()
+			parts = append(parts, md.Named(w, text(w)))
+		case 1: // a section of entries that drop from the end, with a notice
+			var items []md.Node
+			for range 1 + rng.IntN(6) {
+				w := word()
+				items = append(items, md.Named(w, md.Item(text(w))).Prio(rng.IntN(8)))
+			}
+			w := word()
+			parts = append(parts, md.Named(w, md.Sec(2, "S"+w, md.Raw("intro"), md.Named("", md.UL(items...)).OnDrop(func(k int) md.Node {
+				return md.Textf("(%d more)", k)
+			}))))
+		case 2: // a prioritised scope holding prioritised scopes
+			w := word()
+			var inner []md.Node
+			inner = append(inner, text(w))
+			for range rng.IntN(3) {
+				v := word()
+				inner = append(inner, md.Named(v, text(v)).Prio(rng.IntN(8)))
+			}
+			parts = append(parts, md.Named(w, inner...).Prio(rng.IntN(8)))
+		case 3: // a lone prioritised scope
+			w := word()
+			parts = append(parts, md.Named(w, text(w)).Prio(rng.IntN(8)))
+		}
+	}
+	return md.Doc(parts...)
+}
+
+func hasWord(text, w string) bool {
+	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return r == ' ' || r == '\n' || r == '-' || r == '#' || r == '(' || r == ')' }) {
+		if f == w || f == "S"+w {
+			return true
+		}
+	}
+	return false
+}
+
+// For random trees and budgets: the text fits; the report's status for every
+// scope matches the text; no dropped scope outranks a kept one (on a tie the
+// later one goes first); and the kept set is maximal: keeping the last scope
+// dropped as well would not fit.
+func TestBudgetProperties(t *testing.T) {
+	c := words{}
+	for seed := range uint64(3000) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		tree := randomTree(rng)
+		full := md.String(tree)
+		budget := 1 + rng.IntN(c.Count(full)+3)
+		res, err := md.NewRenderer(md.WithCounter(c), md.WithBudget(budget)).Render(tree)
+		over := err != nil
+		if err != nil && !strings.Contains(err.Error(), "over the budget") {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if !over && c.Count(res.Text) > budget {
+			t.Fatalf("seed %d: %d tokens over the budget of %d", seed, c.Count(res.Text), budget)
+		}
+		if res.Report.Tokens != c.Count(res.Text) {
+			t.Fatalf("seed %d: report says %d tokens, text has %d", seed, res.Report.Tokens, c.Count(res.Text))
+		}
+		type kept struct {
+			prio, pos int
+			name      string
+		}
+		var keptP, droppedP []kept
+		drop := map[string]bool{}
+		truncated := false
+		for i, e := range res.Report.Sections {
+			if e.Name == "" || !strings.HasPrefix(e.Name, "w") {
+				continue
+			}
+			in := hasWord(res.Text, e.Name)
+			switch e.Status {
+			case md.Kept, md.Truncated:
+				if !in {
+					t.Fatalf("seed %d: %s is %s but not in %q", seed, e.Name, e.Status, res.Text)
+				}
+				if e.Start >= 0 && !strings.Contains(res.Text[e.Start:e.End], e.Name) {
+					t.Fatalf("seed %d: %s located at the wrong place", seed, e.Name)
+				}
+				if e.Status == md.Truncated {
+					truncated = true
+				}
+				if e.Priority != nil {
+					keptP = append(keptP, kept{*e.Priority, i, e.Name})
+				}
+			case md.Dropped:
+				if in {
+					t.Fatalf("seed %d: %s is dropped but in %q", seed, e.Name, res.Text)
+				}
+				if strings.HasPrefix(e.Reason, "dropped to fit") {
+					droppedP = append(droppedP, kept{*e.Priority, i, e.Name})
+					drop[e.Name] = true
+				}
+			}
+		}
+		for _, d := range droppedP {
+			for _, k := range keptP {
+				if d.prio > k.prio || (d.prio == k.prio && d.pos < k.pos) {
+					t.Fatalf("seed %d: %s (priority %d) dropped while %s (priority %d) kept", seed, d.name, d.prio, k.name, k.prio)
+				}
+			}
+		}
+		if over || truncated || len(droppedP) == 0 {
+			continue
+		}
+		// The last dropped: the highest priority, the earliest on a tie.
+		last := droppedP[0]
+		for _, d := range droppedP[1:] {
+			if d.prio > last.prio || (d.prio == last.prio && d.pos < last.pos) {
+				last = d
+			}
+		}
+		delete(drop, last.name)
+		if got := c.Count(md.RenderDropping(tree, c, drop)); got <= budget {
+			t.Fatalf("seed %d: keeping %s too makes %d tokens, within the budget of %d: not maximal\n%s", seed, last.name, got, budget, res.Text)
+		}
+	}
+}
