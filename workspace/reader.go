@@ -109,6 +109,7 @@ type Workspace struct {
 	distrust  bool               // the watcher failed: check the disk again
 	uncovered atomic.Bool        // some answer while watching had to be checked on disk
 	watchErr  error
+	subs      map[*subscriber]bool // the change feed's subscribers (feed.go)
 }
 
 // Option configures [Open].

@@ -90,9 +90,11 @@ func (w *Workspace) Watch() error {
 	return nil
 }
 
-// Close stops watching. Reads go on working, checking the disk each time.
+// Close stops watching and ends every subscription to the change feed
+// ([Workspace.Subscribe]). Reads go on working, checking the disk each time.
 // Close on a workspace that is not watching does nothing.
 func (w *Workspace) Close() error {
+	w.endSubscriptions()
 	w.mu.Lock()
 	wt, done := w.watcher, w.done
 	w.watcher, w.done = nil, nil
@@ -125,6 +127,26 @@ type folder struct {
 	epoch uint64
 	list  uint64
 	names map[string]uint64
+
+	// For the change feed: the names some read depended on, whether some
+	// read depended on the listing, and whether Follow asked for all.
+	wanted map[string]bool
+	listed bool
+	all    bool
+}
+
+// want notes that a read depends on name (on the listing for "").
+func (f *folder) want(name string) {
+	switch name {
+	case "":
+		f.listed = true
+	case "/":
+	default:
+		if f.wanted == nil {
+			f.wanted = map[string]bool{}
+		}
+		f.wanted[name] = true
+	}
 }
 
 // maxNames bounds folder.names; past it the folder starts afresh with a new
@@ -393,6 +415,7 @@ func (w *Workspace) watchFolder(d *deps, dir, name string) bool {
 	}
 	if f := w.dirs[dir]; f != nil {
 		d.on = append(d.on, dep{f, name, f.epoch, f.at(name)})
+		f.want(name)
 		w.mu.Unlock()
 		return true
 	}
@@ -411,6 +434,7 @@ func (w *Workspace) watchFolder(d *deps, dir, name string) bool {
 		w.dirs[dir] = f
 	}
 	d.on = append(d.on, dep{f, name, f.epoch, f.at(name)})
+	f.want(name)
 	return true
 }
 
@@ -455,6 +479,10 @@ func (w *Workspace) onEvent(wt *fsnotify.Watcher, ev fsnotify.Event) {
 	if w.watcher != wt {
 		return
 	}
+	listing := ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
+	if len(w.subs) > 0 && w.relevantEvent(name, listing) {
+		w.notify(name, nil)
+	}
 	hit := false
 	if f := w.dirs[filepath.Dir(name)]; f != nil {
 		if len(f.names) >= maxNames {
@@ -498,4 +526,5 @@ func (w *Workspace) onError(wt *fsnotify.Watcher, err error) {
 	w.distrust = true
 	w.watchErr = fmt.Errorf("workspace %s: watch: %w", w.root, err)
 	w.gen.Add(1)
+	w.notify("", w.watchErr)
 }
