@@ -203,11 +203,11 @@ func CheckAdd(cats []Category, ms []NewMemory) ([]Memory, error) {
 	return out, nil
 }
 
-// checkBatchLinks, once ids are stamped, refuses a Supersedes that names
+// CheckBatchLinks, once a store has stamped ids, refuses a Supersedes that names
 // the new memory itself, or one added later in the same batch (not stored
 // yet when it would be replaced). A later memory of a batch may supersede
 // an earlier one.
-func checkBatchLinks(out []Memory, ms []NewMemory) error {
+func CheckBatchLinks(out []Memory, ms []NewMemory) error {
 	at := make(map[string]int, len(out))
 	for i, m := range out {
 		at[m.ID] = i

@@ -26,6 +26,11 @@ const DefaultDBPath = ".loom/memory.db"
 // ErrNotFound is wrapped by errors about a memory id that does not exist.
 var ErrNotFound = errors.New("no such memory")
 
+// ErrUnavailable is wrapped by errors that say the store cannot be used
+// for now (a database server out of reach, a write lock held past the
+// bound) and the same request may succeed later: a server answers 503.
+var ErrUnavailable = errors.New("memory store unavailable")
+
 // DBError is a failure of the database file itself: it cannot be opened, is
 // not a SQLite database, is corrupt, or was written by a newer loom. Path
 // names the file, so a caller can report it as a diagnostic and go on.
@@ -282,6 +287,10 @@ func (e *BusyError) Error() string {
 	return fmt.Sprintf("%s: the memory database stayed busy with another writer for %s (a long import?); nothing was written, try again", e.Path, e.Waited.Round(time.Millisecond))
 }
 
+// Unwrap makes a BusyError match [ErrUnavailable]: the store is there but
+// cannot take the write now.
+func (e *BusyError) Unwrap() error { return ErrUnavailable }
+
 // isBusy says whether err is SQLite's "database is locked" or "table is
 // locked", which a later try may not meet.
 func isBusy(err error) bool {
@@ -341,7 +350,7 @@ func (s *SQLite) Add(ctx context.Context, ms ...NewMemory) ([]Memory, error) {
 		out[i].ID = s.newID()
 		out[i].CreatedAt = s.now().UTC()
 	}
-	if err := checkBatchLinks(out, ms); err != nil {
+	if err := CheckBatchLinks(out, ms); err != nil {
 		return nil, err
 	}
 	err = s.retry(ctx, func() error {
@@ -385,11 +394,13 @@ func (s *SQLite) supersedeErr(ctx context.Context, tx *sql.Tx, id, user string) 
 	case err != nil:
 		return err
 	}
-	return &userError{supersedeReason(id, by, forgotten, owner, user)}
+	return &userError{SupersedeReason(id, by, forgotten, owner, user)}
 }
 
-// supersedeReason words a refused supersede of a stored memory.
-func supersedeReason(id, supersededBy string, forgotten bool, owner, user string) error {
+// SupersedeReason words why a stored memory (superseded by supersededBy,
+// forgotten, of owner's scope) could not be superseded by a memory of
+// user's scope. Stores share it so their errors read the same.
+func SupersedeReason(id, supersededBy string, forgotten bool, owner, user string) error {
 	switch {
 	case supersededBy != "":
 		return fmt.Errorf("supersedes %q: already superseded by %q", id, supersededBy)

@@ -1,0 +1,435 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/loomctx/loom/memory"
+)
+
+// MemoryOption configures a [Memories] store.
+type MemoryOption func(*Memories)
+
+// WithNow sets the clock that stamps created_at; the default is time.Now.
+func WithNow(now func() time.Time) MemoryOption {
+	return func(s *Memories) {
+		if now != nil {
+			s.now = now
+		}
+	}
+}
+
+// WithCategories sets the categories Add and Import accept; the default
+// is memory.DefaultCategories.
+func WithCategories(cats []memory.Category) MemoryOption {
+	return func(s *Memories) {
+		if len(cats) > 0 {
+			s.cats = cats
+		}
+	}
+}
+
+// WithIDs sets the function that makes new memory ids; the default is
+// memory.NewID.
+func WithIDs(newID func() string) MemoryOption {
+	return func(s *Memories) {
+		if newID != nil {
+			s.newID = newID
+		}
+	}
+}
+
+// WithCache keeps List results until a change notice for the workspace
+// (from any replica) drops them, while the DB is listening. A list on
+// another replica within the notice's delay (well under a millisecond to
+// a few on a local network; see the freshness test's log) may still be the
+// older one; without WithCache every List reads the database.
+func WithCache() MemoryOption { return func(s *Memories) { s.cached = true } }
+
+// withBeforeCommit runs hook inside every write transaction just before
+// COMMIT; fault tests use it to cut the connection mid-write.
+func withBeforeCommit(hook func(ctx context.Context, tx pgx.Tx)) MemoryOption {
+	return func(s *Memories) { s.beforeCommit = hook }
+}
+
+// Memories is the [memory.Store] of one workspace in PostgreSQL, with the
+// SQLite store's semantics (the shared rules live in package memory:
+// [memory.CheckAdd], [memory.PrepareImport], [memory.CheckImportLinks]).
+// Every write notifies [Channel] in its transaction. With [WithCache],
+// List results are cached while the DB is listening, and dropped when a
+// notification for the workspace arrives (from this replica or another).
+type Memories struct {
+	db           *DB
+	workspace    string
+	now          func() time.Time
+	cats         []memory.Category
+	newID        func() string
+	beforeCommit func(context.Context, pgx.Tx)
+	stampMu      sync.Mutex
+	cached       bool
+
+	cmu   sync.Mutex
+	gen   uint64 // bumped by every invalidation
+	cache map[memory.Query][]memory.Memory
+	off   func()
+}
+
+var _ memory.Store = (*Memories)(nil)
+
+// Memory returns the memory store of workspace (any stable name: the
+// workspace folder's path, a tenant id). Close it when done; the DB stays
+// open.
+func (db *DB) Memory(workspace string, opts ...MemoryOption) *Memories {
+	s := &Memories{db: db, workspace: workspace, now: time.Now, cats: memory.DefaultCategories, newID: memory.NewID,
+		cache: map[memory.Query][]memory.Memory{}}
+	for _, o := range opts {
+		o(s)
+	}
+	s.off = db.OnChange(func(ws, user string) {
+		if ws == "" || ws == workspace {
+			s.invalidate(user, ws == "")
+		}
+	})
+	return s
+}
+
+// Close stops the store's cache from listening. It does not close the DB.
+func (s *Memories) Close() error {
+	s.off()
+	return nil
+}
+
+// invalidate drops cached lists that may hold user's memories: all of
+// them for a workspace-wide change or when everything may have changed.
+func (s *Memories) invalidate(user string, everything bool) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	s.gen++
+	for q := range s.cache {
+		if everything || user == "" || q.AllUsers || q.User == user {
+			delete(s.cache, q)
+		}
+	}
+}
+
+// userErr is a refusal about the caller's input, found inside a
+// transaction: never retried, returned as it is.
+type userErr struct{ err error }
+
+func (e *userErr) Error() string { return e.err.Error() }
+func (e *userErr) Unwrap() error { return e.err }
+
+// write runs fn in a transaction, notifying the changed users in it, and
+// retries when the connection drops. A failure before COMMIT was sent is
+// always safe to retry (the server rolls the transaction back). When the
+// COMMIT itself is lost, committed says whether it took effect, so an
+// acknowledged write is stored exactly once.
+func (s *Memories) write(ctx context.Context, fn func(tx pgx.Tx) (users []string, err error), committed func(ctx context.Context) (bool, error)) error {
+	var last error
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			}
+		}
+		var users []string
+		commitSent := false
+		err := func() error {
+			tx, err := s.db.pool.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback(context.Background())
+			users, err = fn(tx)
+			if err != nil {
+				return err
+			}
+			seen := map[string]bool{}
+			for _, u := range users {
+				if seen[u] {
+					continue
+				}
+				seen[u] = true
+				if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, s.workspace+"\x1f"+u); err != nil {
+					return err
+				}
+			}
+			if s.beforeCommit != nil {
+				s.beforeCommit(ctx, tx)
+			}
+			commitSent = true
+			return tx.Commit(ctx)
+		}()
+		if err == nil {
+			for _, u := range users {
+				s.invalidate(u, false)
+			}
+			return nil
+		}
+		var ue *userErr
+		if errors.As(err, &ue) {
+			return ue.err
+		}
+		if !isConnErr(err) {
+			return err
+		}
+		last = err
+		if commitSent && !pgconn.SafeToRetry(err) && committed != nil {
+			ok, cerr := committed(ctx)
+			if cerr == nil && ok {
+				for _, u := range users {
+					s.invalidate(u, false)
+				}
+				return nil
+			}
+			if cerr != nil {
+				last = cerr
+				continue
+			}
+		}
+	}
+	return fmt.Errorf("memory: PostgreSQL: %w: %v", ErrUnavailable, last)
+}
+
+// Add implements [memory.Store].
+func (s *Memories) Add(ctx context.Context, ms ...memory.NewMemory) ([]memory.Memory, error) {
+	out, err := memory.CheckAdd(s.cats, ms)
+	if err != nil {
+		return nil, err
+	}
+	s.stampMu.Lock()
+	for i := range out {
+		out[i].ID = s.newID()
+		out[i].CreatedAt = s.now().UTC()
+	}
+	s.stampMu.Unlock()
+	if err := memory.CheckBatchLinks(out, ms); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	err = s.write(ctx, func(tx pgx.Tx) ([]string, error) {
+		var users []string
+		for i, n := range ms {
+			m := out[i]
+			if _, err := tx.Exec(ctx, insertSQL, s.workspace, m.ID, m.Category, m.Content, m.User, m.Chat, m.CreatedAt.Unix(), m.CreatedAt.Nanosecond(), "", false); err != nil {
+				return nil, err
+			}
+			users = append(users, m.User)
+			if n.Supersedes == "" {
+				continue
+			}
+			tag, err := tx.Exec(ctx, `UPDATE loom_memories SET superseded_by = $1
+				WHERE workspace = $2 AND id = $3 AND superseded_by = '' AND NOT forgotten AND user_id = $4`,
+				m.ID, s.workspace, n.Supersedes, n.User)
+			if err != nil {
+				return nil, err
+			}
+			if tag.RowsAffected() == 0 {
+				return nil, s.supersedeErr(ctx, tx, n.Supersedes, n.User)
+			}
+		}
+		return users, nil
+	}, func(ctx context.Context) (bool, error) {
+		var ok bool
+		err := s.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM loom_memories WHERE workspace = $1 AND id = $2)`, s.workspace, out[0].ID).Scan(&ok)
+		return ok, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+const insertSQL = `INSERT INTO loom_memories (workspace, id, category, content, user_id, chat, created_s, created_ns, superseded_by, forgotten)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+
+func (s *Memories) supersedeErr(ctx context.Context, tx pgx.Tx, id, user string) error {
+	var by, owner string
+	var forgotten bool
+	err := tx.QueryRow(ctx, `SELECT superseded_by, forgotten, user_id FROM loom_memories WHERE workspace = $1 AND id = $2`, s.workspace, id).Scan(&by, &forgotten, &owner)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return &userErr{fmt.Errorf("supersedes %q: %w", id, memory.ErrNotFound)}
+	case err != nil:
+		return err
+	}
+	return &userErr{memory.SupersedeReason(id, by, forgotten, owner, user)}
+}
+
+// List implements [memory.Store].
+func (s *Memories) List(ctx context.Context, q memory.Query) ([]memory.Memory, error) {
+	listening := s.cached && s.db.Listening()
+	s.cmu.Lock()
+	gen := s.gen
+	if listening {
+		if ms, ok := s.cache[q]; ok {
+			s.cmu.Unlock()
+			return append([]memory.Memory(nil), ms...), nil
+		}
+	}
+	s.cmu.Unlock()
+	where := `workspace = $1`
+	args := []any{s.workspace}
+	if !q.All {
+		where += ` AND superseded_by = '' AND NOT forgotten`
+	}
+	if !q.AllUsers {
+		if q.User == "" {
+			where += ` AND user_id = ''`
+		} else {
+			args = append(args, q.User)
+			where += fmt.Sprintf(` AND user_id IN ('', $%d)`, len(args))
+		}
+	}
+	if q.ExcludeChat != "" {
+		args = append(args, q.ExcludeChat)
+		where += fmt.Sprintf(` AND chat <> $%d`, len(args))
+	}
+	rows, err := s.db.pool.Query(ctx, `SELECT id, category, content, user_id, chat, created_s, created_ns, superseded_by, forgotten
+		FROM loom_memories WHERE `+where+` ORDER BY created_s DESC, created_ns DESC, seq DESC`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("memory: PostgreSQL: %w", unavailable(err))
+	}
+	var out []memory.Memory
+	for rows.Next() {
+		var m memory.Memory
+		var sec int64
+		var nsec int32
+		if err := rows.Scan(&m.ID, &m.Category, &m.Content, &m.User, &m.Chat, &sec, &nsec, &m.SupersededBy, &m.Forgotten); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("memory: PostgreSQL: %w", unavailable(err))
+		}
+		m.CreatedAt = time.Unix(sec, int64(nsec)).UTC()
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("memory: PostgreSQL: %w", unavailable(err))
+	}
+	if listening {
+		s.cmu.Lock()
+		// Cached only if nothing was invalidated while the query ran.
+		if s.gen == gen && s.db.Listening() {
+			s.cache[q] = append([]memory.Memory(nil), out...)
+		}
+		s.cmu.Unlock()
+	}
+	return out, nil
+}
+
+// Forget implements [memory.Store].
+func (s *Memories) Forget(ctx context.Context, id string) error {
+	return s.write(ctx, func(tx pgx.Tx) ([]string, error) {
+		var user string
+		err := tx.QueryRow(ctx, `UPDATE loom_memories SET forgotten = true WHERE workspace = $1 AND id = $2 RETURNING user_id`, s.workspace, id).Scan(&user)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, &userErr{fmt.Errorf("forget %q: %w", id, memory.ErrNotFound)}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []string{user}, nil
+	}, nil) // forgetting is idempotent: a lost COMMIT is simply retried
+}
+
+// Import implements [memory.Store]: all or nothing, in one transaction,
+// the rows sent with COPY.
+func (s *Memories) Import(ctx context.Context, ms []memory.Memory) error {
+	if len(ms) > memory.MaxImport {
+		return fmt.Errorf("import of %d memories: the limit is %d", len(ms), memory.MaxImport)
+	}
+	s.stampMu.Lock()
+	now := s.now().UTC()
+	s.stampMu.Unlock()
+	clean, err := memory.PrepareImport(s.cats, now, ms)
+	if err != nil {
+		return err
+	}
+	if len(clean) == 0 {
+		return nil
+	}
+	ids := make([]string, len(clean))
+	index := make(map[string]int, len(clean))
+	for i, m := range clean {
+		ids[i] = m.ID
+		index[m.ID] = i
+	}
+	return s.write(ctx, func(tx pgx.Tx) ([]string, error) {
+		// Serialise imports of one workspace, so the id check below holds
+		// until COMMIT.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('loom_import'), hashtext($1))`, s.workspace); err != nil {
+			return nil, err
+		}
+		var clash string
+		err := tx.QueryRow(ctx, `SELECT id FROM loom_memories WHERE workspace = $1 AND id = ANY($2) ORDER BY id LIMIT 1`, s.workspace, ids).Scan(&clash)
+		if err == nil {
+			// Name the first clash in file order.
+			first := index[clash]
+			rows, qerr := tx.Query(ctx, `SELECT id FROM loom_memories WHERE workspace = $1 AND id = ANY($2)`, s.workspace, ids)
+			if qerr == nil {
+				for rows.Next() {
+					var id string
+					if rows.Scan(&id) == nil && index[id] < first {
+						first = index[id]
+					}
+				}
+				rows.Close()
+			}
+			return nil, &userErr{&memory.ImportError{Index: first, ID: clean[first].ID, Err: errors.New("id already exists in the store")}}
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, err
+		}
+		var lookErr error
+		err = memory.CheckImportLinks(clean, func(id string) (string, bool, error) {
+			var user string
+			err := tx.QueryRow(ctx, `SELECT user_id FROM loom_memories WHERE workspace = $1 AND id = $2`, s.workspace, id).Scan(&user)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return "", false, nil
+			}
+			if err != nil {
+				lookErr = err
+				return "", false, err
+			}
+			return user, true, nil
+		})
+		if lookErr != nil {
+			return nil, lookErr
+		}
+		if err != nil {
+			return nil, &userErr{err}
+		}
+		users := map[string]bool{}
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"loom_memories"},
+			[]string{"workspace", "id", "category", "content", "user_id", "chat", "created_s", "created_ns", "superseded_by", "forgotten"},
+			pgx.CopyFromSlice(len(clean), func(i int) ([]any, error) {
+				m := clean[i]
+				users[m.User] = true
+				return []any{s.workspace, m.ID, m.Category, m.Content, m.User, m.Chat, m.CreatedAt.Unix(), int32(m.CreatedAt.Nanosecond()), m.SupersededBy, m.Forgotten}, nil
+			}))
+		if err != nil {
+			return nil, err
+		}
+		if len(users) > 64 {
+			return []string{""}, nil // one notice: the whole workspace
+		}
+		var list []string
+		for u := range users {
+			list = append(list, u)
+		}
+		return list, nil
+	}, func(ctx context.Context) (bool, error) {
+		var ok bool
+		err := s.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM loom_memories WHERE workspace = $1 AND id = $2)`, s.workspace, clean[0].ID).Scan(&ok)
+		return ok, err
+	})
+}
