@@ -66,6 +66,10 @@ type Config struct {
 	// kept only for those. Nil means every rule is kept.
 	Tools []string `yaml:"tools"`
 
+	// MCPServers are the MCP servers the agent can reach; the prompt lists
+	// them when the agent has the mcp_call tool.
+	MCPServers []MCPServer `yaml:"mcp_servers"`
+
 	// MaxFileSize caps every file read from the workspace, in bytes.
 	MaxFileSize int64 `yaml:"max_file_size"`
 
@@ -116,6 +120,18 @@ type SkillsConfig struct {
 	// Debounce is how long a watcher waits for more file events before
 	// reloading. 0 reloads at once.
 	Debounce Duration `yaml:"debounce"`
+	// Builtin lists loom's built-in skills with the workspace's. Nil means
+	// true; false leaves them out and keeps the workspace's own skills.
+	Builtin *bool `yaml:"builtin"`
+}
+
+// UsesBuiltins reports whether loom's built-in skills are listed.
+func (s SkillsConfig) UsesBuiltins() bool { return s.Builtin == nil || *s.Builtin }
+
+// MCPServer is one MCP server named in loom.yaml.
+type MCPServer struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
 }
 
 // MemoryConfig configures structured memory.

@@ -18,6 +18,7 @@ func (st *state) analystSections() []md.Node {
 		st.section("context", st.contextLayout()),
 		st.section("persona", md.Sec(2, "Persona", wording("persona", nil))),
 		st.section("tools", md.Sec(2, "Tool Calls", st.toolRules())),
+		st.section("tool_rules", st.toolSections(2)),
 		st.section("sql", md.Sec(2, "SQL Query Rules", st.sqlRules())),
 		st.section("citations", md.Sec(2, "Citation Rules", wording("citations", map[string]string{"Tool": "execute_sql"}))),
 		st.section("formatting", md.Sec(2, "Formatting Rules", wording("formatting", nil))),

@@ -22,6 +22,7 @@ func (st *state) assistantSections() []md.Node {
 	return []md.Node{
 		st.section("identity", st.identity()),
 		st.bootstrap(),
+		st.section("tool_rules", st.toolSections(1)),
 		st.section("memory", st.assistantMemory()),
 		st.activeSkills(),
 		st.skillsSummary(),
