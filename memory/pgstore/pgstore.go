@@ -73,7 +73,7 @@ var migrations = []string{
 		workspace text   NOT NULL,
 		key       text   NOT NULL,
 		n         bigint NOT NULL,
-		message   jsonb  NOT NULL,
+		message   json   NOT NULL, -- json, not jsonb: the text is kept as written
 		PRIMARY KEY (workspace, key, n)
 	);
 	CREATE TABLE loom_memory_files (

@@ -1,0 +1,272 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/loomctx/loom/messages"
+)
+
+// ErrPointerMoved says the consolidation pointer was not where the caller
+// read it: another replica consolidated meanwhile, and nothing changed.
+var ErrPointerMoved = errors.New("the consolidation pointer was moved by another writer")
+
+// MaxSessionMessages bounds what one Load returns; older messages of a
+// longer session stay stored but are not loaded.
+const MaxSessionMessages = 100_000
+
+// Sessions keeps the sessions of one workspace: their messages, in order,
+// the consolidation pointer, and the memory files (MEMORY.md, HISTORY.md)
+// per user. Each step is one transaction; appends to one session queue on
+// its row lock, so two replicas never interleave inside one Append, and
+// [Sessions.Lock] serialises whole turns across replicas.
+//
+// Messages are numbered from 0 for the life of the session; Trim moves
+// the first kept number (base) forward. Positions a caller sees (the
+// pointer, Trim's n) count from the first kept message, as in a session
+// file.
+type Sessions struct {
+	db        *DB
+	workspace string
+	now       func() time.Time
+}
+
+// Sessions returns the session store of workspace.
+func (db *DB) Sessions(workspace string) *Sessions {
+	return &Sessions{db: db, workspace: workspace, now: time.Now}
+}
+
+// SessionState is one session as stored.
+type SessionState struct {
+	Key          string
+	Messages     []messages.Message
+	Consolidated int // leading messages already in the memory files
+}
+
+// Load returns the kept messages of key and its pointer; a session never
+// written is empty, not an error.
+func (s *Sessions) Load(ctx context.Context, key string) (*SessionState, error) {
+	st := &SessionState{Key: key}
+	err := pgx.BeginTxFunc(ctx, s.db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var base, consolidated int64
+		err := tx.QueryRow(ctx, `SELECT base, consolidated FROM loom_sessions WHERE workspace = $1 AND key = $2`, s.workspace, key).Scan(&base, &consolidated)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT message FROM loom_session_messages WHERE workspace = $1 AND key = $2 AND n >= $3 ORDER BY n LIMIT $4`,
+			s.workspace, key, base, MaxSessionMessages)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var raw []byte
+			if err := rows.Scan(&raw); err != nil {
+				return err
+			}
+			var m messages.Message
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return fmt.Errorf("session %q: message %d: %w", key, len(st.Messages), err)
+			}
+			st.Messages = append(st.Messages, m)
+		}
+		st.Consolidated = int(min(consolidated, int64(len(st.Messages))))
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
+	}
+	return st, nil
+}
+
+// Append adds msgs at the end of key in one transaction, creating the
+// session if needed. Concurrent appends to one session queue on its row.
+func (s *Sessions) Append(ctx context.Context, key string, msgs ...messages.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	raws := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("session %q: message %d: %w", key, i, err)
+		}
+		raws[i] = b
+	}
+	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
+		var first int64
+		err := tx.QueryRow(ctx, `INSERT INTO loom_sessions (workspace, key, next) VALUES ($1, $2, $3)
+			ON CONFLICT (workspace, key) DO UPDATE SET next = loom_sessions.next + $3
+			RETURNING next - $3`, s.workspace, key, int64(len(raws))).Scan(&first)
+		if err != nil {
+			return err
+		}
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"loom_session_messages"}, []string{"workspace", "key", "n", "message"},
+			pgx.CopyFromSlice(len(raws), func(i int) ([]any, error) {
+				return []any{s.workspace, key, first + int64(i), string(raws[i])}, nil
+			}))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
+	}
+	return nil
+}
+
+// MoveConsolidated moves key's pointer from `from` to `to` (forward only,
+// at most to the last kept message). If the pointer is not at from, it
+// returns an error matching [ErrPointerMoved] and changes nothing.
+func (s *Sessions) MoveConsolidated(ctx context.Context, key string, from, to int) error {
+	return s.consolidate(ctx, key, from, to, nil)
+}
+
+// MemoryFiles is what one consolidation writes beside the pointer.
+type MemoryFiles struct {
+	User          string // whose files; "" for the workspace's
+	Memory        string // the whole new MEMORY.md
+	HistoryAppend string // an entry to add at the end of HISTORY.md
+}
+
+// Names of the memory files in the database, as in a workspace folder.
+const (
+	MemoryFileName  = "MEMORY.md"
+	HistoryFileName = "HISTORY.md"
+)
+
+// Consolidate moves the pointer as MoveConsolidated does and, in the same
+// transaction, replaces the user's MEMORY.md and appends to HISTORY.md: a
+// consolidation is stored whole or not at all, and a second replica's
+// consolidation of the same messages finds the pointer moved.
+func (s *Sessions) Consolidate(ctx context.Context, key string, from, to int, files MemoryFiles) error {
+	return s.consolidate(ctx, key, from, to, &files)
+}
+
+func (s *Sessions) consolidate(ctx context.Context, key string, from, to int, files *MemoryFiles) error {
+	if to < from || from < 0 {
+		return fmt.Errorf("session %q: cannot move the consolidation pointer from %d back to %d", key, from, to)
+	}
+	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
+		var base, next, consolidated int64
+		err := tx.QueryRow(ctx, `SELECT base, next, consolidated FROM loom_sessions WHERE workspace = $1 AND key = $2 FOR UPDATE`, s.workspace, key).Scan(&base, &next, &consolidated)
+		if errors.Is(err, pgx.ErrNoRows) {
+			base, next, consolidated = 0, 0, 0
+		} else if err != nil {
+			return err
+		}
+		if consolidated != int64(from) {
+			return &userErr{fmt.Errorf("session %q: pointer at %d, not %d: %w", key, consolidated, from, ErrPointerMoved)}
+		}
+		if int64(to) > next-base {
+			return &userErr{fmt.Errorf("session %q: pointer %d is past the last message (%d)", key, to, next-base)}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE loom_sessions SET consolidated = $3 WHERE workspace = $1 AND key = $2`, s.workspace, key, int64(to)); err != nil {
+			return err
+		}
+		if files == nil {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO loom_memory_files (workspace, user_id, name, content) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (workspace, user_id, name) DO UPDATE SET content = EXCLUDED.content`, s.workspace, files.User, MemoryFileName, files.Memory); err != nil {
+			return err
+		}
+		if files.HistoryAppend != "" {
+			if _, err := tx.Exec(ctx, `INSERT INTO loom_memory_files (workspace, user_id, name, content) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (workspace, user_id, name) DO UPDATE SET content = loom_memory_files.content || EXCLUDED.content`, s.workspace, files.User, HistoryFileName, files.HistoryAppend); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var ue *userErr
+	if errors.As(err, &ue) {
+		return ue.err
+	}
+	if err != nil {
+		return fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
+	}
+	return nil
+}
+
+// Trim drops the first n kept messages of key (those /new archived) and
+// sets the pointer to 0; messages appended after them stay.
+func (s *Sessions) Trim(ctx context.Context, key string, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
+		var base, next int64
+		err := tx.QueryRow(ctx, `SELECT base, next FROM loom_sessions WHERE workspace = $1 AND key = $2 FOR UPDATE`, s.workspace, key).Scan(&base, &next)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		nb := min(base+int64(n), next)
+		if _, err := tx.Exec(ctx, `UPDATE loom_sessions SET base = $3, consolidated = 0 WHERE workspace = $1 AND key = $2`, s.workspace, key, nb); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM loom_session_messages WHERE workspace = $1 AND key = $2 AND n < $3`, s.workspace, key, nb)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
+	}
+	return nil
+}
+
+// ReadFile returns one of user's memory files ([MemoryFileName] or
+// [HistoryFileName]); ok is false when it was never written.
+func (s *Sessions) ReadFile(ctx context.Context, user, name string) (text string, ok bool, err error) {
+	err = s.db.pool.QueryRow(ctx, `SELECT content FROM loom_memory_files WHERE workspace = $1 AND user_id = $2 AND name = $3`, s.workspace, user, name).Scan(&text)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
+	}
+	return text, true, nil
+}
+
+// Lock takes key's session lock, waiting until ctx ends: every replica
+// runs a session's turns and consolidations one after another under it.
+// It is a PostgreSQL advisory lock held on one connection of the pool, so
+// when a replica dies (SIGKILL, a lost network) the server drops the
+// connection and the lock with it. release gives the lock back.
+func (s *Sessions) Lock(ctx context.Context, key string) (release func(), err error) {
+	conn, err := s.db.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext($1), hashtext($2))`, s.workspace, key); err != nil {
+		// A cancelled wait leaves the connection unsure: do not reuse it.
+		conn.Conn().Close(context.Background())
+		conn.Release()
+		return nil, fmt.Errorf("session %q: waiting for its lock: %w", key, unavailable(err))
+	}
+	var once bool
+	return func() { unlock(&once, conn, s.workspace, key) }, nil
+}
+
+func unlock(done *bool, conn *pgxpool.Conn, workspace, key string) {
+	if *done {
+		return
+	}
+	*done = true
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtext($1), hashtext($2))`, workspace, key); err != nil {
+		// The lock may still be held: closing the connection drops it.
+		conn.Conn().Close(ctx)
+	}
+	conn.Release()
+}
