@@ -20,6 +20,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
+	"github.com/loomctx/loom/internal/redact"
 	"github.com/loomctx/loom/workspace"
 )
 
@@ -522,7 +523,7 @@ func (c *Config) validate() error {
 	if c.has("llm.base_url") {
 		u, perr := url.Parse(c.LLM.BaseURL)
 		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			fail("llm.base_url", "%q is not an http or https URL", c.LLM.BaseURL)
+			fail("llm.base_url", "%q is not an http or https URL", redact.URL(c.LLM.BaseURL))
 		}
 	}
 	nonEmpty("llm.model", c.LLM.Model)

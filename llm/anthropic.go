@@ -1,212 +1,384 @@
 package llm
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/loomctx/loom/messages"
 )
 
-// anthropicClient speaks the Anthropic Messages API through its SDK, with
-// the SDK's retries off (retry does them).
-type anthropicClient struct {
-	cfg Config
-	sdk anthropic.Client
+// anthropicVersion is the Messages API version loom speaks.
+const anthropicVersion = "2023-06-01"
+
+// anthropicClient speaks the Anthropic Messages API over net/http.
+type anthropicClient struct{ t *transport }
+
+type anthropicRequest struct {
+	Model        string                      `json:"model"`
+	MaxTokens    int                         `json:"max_tokens"`
+	System       []messages.AnthropicBlock   `json:"system,omitempty"`
+	Messages     []messages.AnthropicMessage `json:"messages"`
+	Tools        []anthropicTool             `json:"tools,omitempty"`
+	ToolChoice   *anthropicToolChoice        `json:"tool_choice,omitempty"`
+	OutputConfig *anthropicOutputConfig      `json:"output_config,omitempty"`
+	Stream       bool                        `json:"stream,omitempty"`
 }
 
-func newAnthropic(c Config) *anthropicClient {
-	// x-api-key too: gateways in front of Claude often still expect it.
-	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithAPIKey(c.APIKey), option.WithHeader("x-api-key", c.APIKey)}
-	if c.BaseURL != "" {
-		// The SDK adds /v1/messages itself; accept a base URL written with
-		// /v1 as OpenAI-style configs have it.
-		base := strings.TrimSuffix(strings.TrimRight(c.BaseURL, "/"), "/v1")
-		opts = append(opts, option.WithBaseURL(base+"/"))
-	}
-	if c.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(c.HTTPClient))
-	}
-	return &anthropicClient{cfg: c, sdk: anthropic.NewClient(opts...)}
+var anthropicKeys = map[string]bool{"model": true, "max_tokens": true, "system": true, "messages": true, "tools": true,
+	"tool_choice": true, "output_config": true, "stream": true}
+
+type anthropicTool struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	InputSchema map[string]any `json:"input_schema"`
 }
 
-func (a *anthropicClient) params(req Request) anthropic.MessageNewParams {
-	p := anthropic.MessageNewParams{
-		Model:     anthropic.Model(cmpOr(req.Model, a.cfg.Model)),
-		MaxTokens: int64(cmpOr(req.MaxTokens, a.cfg.MaxTokens)),
-	}
+type anthropicToolChoice struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+}
+
+type anthropicOutputConfig struct {
+	Format struct {
+		Type   string         `json:"type"`
+		Schema map[string]any `json:"schema"`
+	} `json:"format"`
+}
+
+// anthropicInput makes a request's messages acceptable to the Messages
+// API, which is stricter than Chat Completions: the system prompt first, a
+// stray system message sent as user text, empty turns dropped, and tool
+// arguments that are not a JSON object (a model may produce any text)
+// sent as {}.
+func anthropicInput(req Request) []messages.Message {
+	out := make([]messages.Message, 0, len(req.Messages)+1)
 	if req.System != "" {
-		// The system prompt is the stable prefix: mark it for the cache.
-		p.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
+		out = append(out, messages.Message{Role: messages.RoleSystem, Content: messages.TextContent(req.System)})
 	}
-	p.Messages = anthropicMessages(req.Messages)
-	// Temperature is not sent: the v2 Messages API has no such field.
-	for _, t := range req.Tools {
-		schema := anthropic.ToolInputSchemaParam{Properties: t.Parameters["properties"]}
-		if r, ok := t.Parameters["required"].([]string); ok {
-			schema.Required = r
+	for _, m := range req.Messages {
+		switch m.Role {
+		case messages.RoleTool:
+		case messages.RoleAssistant:
+			if m.Content.IsEmpty() && len(m.ToolCalls) == 0 {
+				continue
+			}
+		default:
+			m.Role = messages.RoleUser
+			m.ToolCalls = nil
+			if m.Content.IsEmpty() {
+				continue
+			}
 		}
-		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{
-			Name:        t.Name,
-			Description: anthropic.String(t.Description),
-			InputSchema: schema,
-		}})
+		if len(m.ToolCalls) > 0 {
+			calls := slices.Clone(m.ToolCalls)
+			for i, tc := range calls {
+				args := bytes.TrimSpace([]byte(tc.Function.Arguments))
+				if !json.Valid(args) || len(args) == 0 || args[0] != '{' {
+					calls[i].Function.Arguments = "{}"
+				}
+			}
+			m.ToolCalls = calls
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (a *anthropicClient) body(req Request, stream bool) ([]byte, error) {
+	conv, err := messages.Anthropic(anthropicInput(req), messages.AnthropicOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("llm: request: %w", err)
+	}
+	cfg := a.t.cfg
+	p := anthropicRequest{Model: cmpOr(req.Model, cfg.Model), MaxTokens: cmpOr(req.MaxTokens, cfg.MaxTokens),
+		System: conv.System, Messages: conv.Messages, Stream: stream}
+	// Temperature is not sent: loom's Messages API version has no such
+	// field for the models it targets.
+	for _, t := range req.Tools {
+		schema := map[string]any{"type": "object"}
+		for k, v := range t.Parameters {
+			schema[k] = v
+		}
+		p.Tools = append(p.Tools, anthropicTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
 	switch req.ToolChoice.Mode {
 	case ToolChoiceAuto:
-		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAuto: &anthropic.ToolChoiceAutoParam{}}
+		p.ToolChoice = &anthropicToolChoice{Type: "auto"}
 	case ToolChoiceNone:
-		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
+		p.ToolChoice = &anthropicToolChoice{Type: "none"}
 	case ToolChoiceRequired:
-		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}
+		p.ToolChoice = &anthropicToolChoice{Type: "any"}
 	case ToolChoiceFunction:
-		p.ToolChoice = anthropic.ToolChoiceParamOfTool(req.ToolChoice.Name)
+		p.ToolChoice = &anthropicToolChoice{Type: "tool", Name: req.ToolChoice.Name}
 	}
-	if req.JSONSchema != nil && !a.cfg.NoJSONSchema {
-		p.OutputConfig = anthropic.OutputConfigParam{Format: anthropic.JSONOutputFormatParam{Schema: req.JSONSchema.Schema}}
+	if req.JSONSchema != nil && !cfg.NoJSONSchema {
+		p.OutputConfig = &anthropicOutputConfig{}
+		p.OutputConfig.Format.Type, p.OutputConfig.Format.Schema = "json_schema", req.JSONSchema.Schema
 	}
-	return p
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("llm: request: %w", err)
+	}
+	return mergeExtra(data, req.Extra, anthropicKeys)
 }
 
-// anthropicMessages converts OpenAI-shaped messages: tool results become
-// tool_result blocks in a user turn, and consecutive turns of one role are
-// merged because the API wants the roles to alternate.
-func anthropicMessages(ms []messages.Message) []anthropic.MessageParam {
-	type turn struct {
-		assistant bool
-		blocks    []anthropic.ContentBlockParamUnion
+func (a *anthropicClient) header() http.Header {
+	h := http.Header{}
+	h.Set("Anthropic-Version", anthropicVersion)
+	if k := a.t.cfg.APIKey; k != "" {
+		// Authorization too: gateways in front of Claude often want it.
+		h.Set("X-Api-Key", k)
+		h.Set("Authorization", "Bearer "+k)
 	}
-	var turns []turn
-	add := func(assistant bool, blocks ...anthropic.ContentBlockParamUnion) {
-		if len(blocks) == 0 {
-			return
-		}
-		if n := len(turns); n > 0 && turns[n-1].assistant == assistant {
-			turns[n-1].blocks = append(turns[n-1].blocks, blocks...)
-			return
-		}
-		turns = append(turns, turn{assistant: assistant, blocks: blocks})
-	}
-	for _, m := range ms {
-		text := m.Content.String()
-		switch m.Role {
-		case messages.RoleAssistant:
-			var blocks []anthropic.ContentBlockParamUnion
-			if text != "" {
-				blocks = append(blocks, anthropic.NewTextBlock(text))
-			}
-			for _, tc := range m.ToolCalls {
-				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, rawArgs(tc.Function.Arguments), tc.Function.Name))
-			}
-			add(true, blocks...)
-		case messages.RoleTool:
-			add(false, anthropic.NewToolResultBlock(m.ToolCallID, text, false))
-		default: // user; a stray system message is sent as user text
-			if text != "" {
-				add(false, anthropic.NewTextBlock(text))
-			}
-		}
-	}
-	out := make([]anthropic.MessageParam, 0, len(turns))
-	for _, t := range turns {
-		if t.assistant {
-			out = append(out, anthropic.NewAssistantMessage(t.blocks...))
-		} else {
-			out = append(out, anthropic.NewUserMessage(t.blocks...))
-		}
-	}
-	return out
+	return h
 }
 
-func anthropicUsage(u anthropic.Usage) Usage {
+// path is /v1/messages under the base URL, which may be written with or
+// without its /v1, as OpenAI-style configs have it.
+func (a *anthropicClient) path() string {
+	if strings.HasSuffix(a.t.cfg.baseURL(), "/v1") {
+		return "/messages"
+	}
+	return "/v1/messages"
+}
+
+type anthropicUsage struct {
+	InputTokens   *int `json:"input_tokens"`
+	OutputTokens  *int `json:"output_tokens"`
+	CacheRead     *int `json:"cache_read_input_tokens"`
+	CacheCreation *int `json:"cache_creation_input_tokens"`
+}
+
+// merge takes the fields u reports over acc (a stream reports usage at
+// its start and again in its message_delta).
+func (u *anthropicUsage) merge(acc *anthropicUsage) {
+	if u == nil {
+		return
+	}
+	for _, f := range []struct{ src, dst **int }{{&u.InputTokens, &acc.InputTokens}, {&u.OutputTokens, &acc.OutputTokens},
+		{&u.CacheRead, &acc.CacheRead}, {&u.CacheCreation, &acc.CacheCreation}} {
+		if *f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+}
+
+func (u anthropicUsage) usage() Usage {
+	n := func(p *int) int {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	// The API counts cached prompt tokens apart from input_tokens; loom
+	// reports the whole prompt.
 	return Usage{
-		// The API counts cached prompt tokens apart from input_tokens;
-		// loom reports the whole prompt.
-		InputTokens:      int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
-		OutputTokens:     int(u.OutputTokens),
-		CachedTokens:     int(u.CacheReadInputTokens),
-		CacheWriteTokens: int(u.CacheCreationInputTokens),
-		CacheReported:    u.JSON.CacheReadInputTokens.Valid(),
+		InputTokens:      n(u.InputTokens) + n(u.CacheRead) + n(u.CacheCreation),
+		OutputTokens:     n(u.OutputTokens),
+		CachedTokens:     n(u.CacheRead),
+		CacheWriteTokens: n(u.CacheCreation),
+		CacheReported:    u.CacheRead != nil,
 	}
 }
 
-func anthropicResponse(m *anthropic.Message) Response {
-	out := Response{Model: string(m.Model), FinishReason: string(m.StopReason), Usage: anthropicUsage(m.Usage)}
-	var text strings.Builder
-	for _, b := range m.Content {
-		switch b.Type {
-		case "text":
-			text.WriteString(b.Text)
-		case "tool_use":
-			args := string(b.Input)
-			if args == "" {
-				args = "{}"
-			}
-			out.ToolCalls = append(out.ToolCalls, messages.NewToolCall(b.ID, b.Name, args))
-		}
+type anthropicBlock struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	Thinking string          `json:"thinking"`
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Input    json.RawMessage `json:"input"`
+}
+
+type anthropicReply struct {
+	Model      string           `json:"model"`
+	StopReason string           `json:"stop_reason"`
+	Content    []anthropicBlock `json:"content"`
+	Usage      anthropicUsage   `json:"usage"`
+	Error      *streamedError   `json:"error"`
+}
+
+func toolArgs(input json.RawMessage) string {
+	if s := strings.TrimSpace(string(input)); s != "" && s != "null" {
+		return s
 	}
-	out.Content = text.String()
-	return out
+	return "{}"
 }
 
 func (a *anthropicClient) Complete(ctx context.Context, req Request) (Response, error) {
-	p := a.params(req)
-	return retry(ctx, a.cfg, func(ctx context.Context) (Response, bool, error) {
-		m, err := a.sdk.Messages.New(ctx, p)
+	body, err := a.body(req, false)
+	if err != nil {
+		return Response{}, err
+	}
+	return retry(ctx, a.t, func(ctx context.Context) (Response, bool, error) {
+		resp, err := a.t.post(ctx, a.path(), body, a.header())
 		if err != nil {
-			return Response{}, false, a.wrap(err)
+			return Response{}, false, err
 		}
-		return anthropicResponse(m), false, nil
+		var r anthropicReply
+		if err := a.t.readJSON(resp, &r); err != nil {
+			return Response{}, false, err
+		}
+		if r.Error != nil {
+			return Response{}, false, a.t.streamedAPIError(r.Error)
+		}
+		out := Response{Model: r.Model, FinishReason: r.StopReason, Usage: r.Usage.usage()}
+		var text, thinking strings.Builder
+		for _, b := range r.Content {
+			switch b.Type {
+			case "text":
+				text.WriteString(b.Text)
+			case "thinking":
+				thinking.WriteString(b.Thinking)
+			case "tool_use":
+				out.ToolCalls = append(out.ToolCalls, messages.NewToolCall(b.ID, b.Name, toolArgs(b.Input)))
+			}
+		}
+		out.Content, out.Reasoning = text.String(), thinking.String()
+		if replySize(out) > a.t.cfg.MaxReplyBytes {
+			return Response{}, false, a.t.tooLarge()
+		}
+		return out, false, nil
 	})
 }
 
+type anthropicEvent struct {
+	Type         string          `json:"type"`
+	Message      *anthropicReply `json:"message"`
+	Index        int             `json:"index"`
+	ContentBlock *anthropicBlock `json:"content_block"`
+	Delta        *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		Thinking    string `json:"thinking"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *anthropicUsage `json:"usage"`
+	Error *streamedError  `json:"error"`
+}
+
+// streamBlock accumulates one content block of a stream.
+type streamBlock struct {
+	typ, id, name string
+	input         json.RawMessage
+	args          strings.Builder
+}
+
 func (a *anthropicClient) Stream(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
-	p := a.params(req)
-	return retry(ctx, a.cfg, func(ctx context.Context) (Response, bool, error) {
-		stream := a.sdk.Messages.NewStreaming(ctx, p)
-		defer stream.Close()
+	body, err := a.body(req, true)
+	if err != nil {
+		return Response{}, err
+	}
+	return retry(ctx, a.t, func(ctx context.Context) (Response, bool, error) {
+		resp, err := a.t.post(ctx, a.path(), body, a.header())
+		if err != nil {
+			return Response{}, false, err
+		}
+		defer resp.Body.Close()
 		var (
-			msg     anthropic.Message
-			started bool
-			done    bool
+			out      Response
+			usage    anthropicUsage
+			text     strings.Builder
+			thinking strings.Builder
+			blocks   = map[int]*streamBlock{}
+			started  bool
+			done     bool
+			events   int
+			budget   = replyCap{left: a.t.cfg.MaxReplyBytes}
 		)
-		events := 0
-		for stream.Next() {
-			events++
-			ev := stream.Current()
-			if err := msg.Accumulate(ev); err != nil {
-				return anthropicResponse(&msg), started, fmt.Errorf("llm: %s: stream: %w", a.cfg.endpoint(), err)
+		finish := func() Response {
+			out.Content, out.Reasoning, out.Usage = text.String(), thinking.String(), usage.usage()
+			idx := make([]int, 0, len(blocks))
+			for i, b := range blocks {
+				if b.typ == "tool_use" {
+					idx = append(idx, i)
+				}
 			}
-			switch ev.Type {
+			slices.Sort(idx)
+			out.ToolCalls = nil
+			for _, i := range idx {
+				b := blocks[i]
+				args := b.args.String()
+				if args == "" {
+					args = toolArgs(b.input)
+				}
+				out.ToolCalls = append(out.ToolCalls, messages.NewToolCall(b.id, b.name, args))
+			}
+			return out
+		}
+		sse := newSSE(resp.Body, int(a.t.cfg.MaxReplyBytes)+64<<10, a.t.rawLimit())
+		for !done {
+			ev, err := sse.next()
+			if err != nil {
+				return finish(), started, a.t.streamError(err, events > 0, done)
+			}
+			events++
+			var e anthropicEvent
+			if err := json.Unmarshal(ev.data, &e); err != nil {
+				return finish(), started, fmt.Errorf("llm: %s: stream event is not the JSON expected: %v", a.t.endpoint, err)
+			}
+			switch e.Type {
+			case "error":
+				if e.Error == nil {
+					e.Error = &streamedError{Type: "error"}
+				}
+				return finish(), started, a.t.streamedAPIError(e.Error)
+			case "message_start":
+				if e.Message != nil {
+					out.Model = e.Message.Model
+					e.Message.Usage.merge(&usage)
+				}
+			case "content_block_start":
+				if e.ContentBlock == nil {
+					continue
+				}
+				if blocks[e.Index] == nil && len(blocks) >= maxToolCalls {
+					return finish(), started, a.t.tooLarge()
+				}
+				cb := e.ContentBlock
+				if !budget.take(len(cb.ID) + len(cb.Name) + len(cb.Input)) {
+					return finish(), started, a.t.tooLarge()
+				}
+				blocks[e.Index] = &streamBlock{typ: cb.Type, id: cb.ID, name: cb.Name, input: cb.Input}
 			case "content_block_delta":
-				if ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
-					started = true
-					if onDelta != nil {
-						onDelta(ev.Delta.Text)
+				if e.Delta == nil {
+					continue
+				}
+				d := e.Delta
+				if !budget.take(len(d.Text) + len(d.Thinking) + len(d.PartialJSON)) {
+					return finish(), started, a.t.tooLarge()
+				}
+				switch d.Type {
+				case "text_delta":
+					if d.Text != "" {
+						started = true
+						text.WriteString(d.Text)
+						if onDelta != nil {
+							onDelta(d.Text)
+						}
+					}
+				case "thinking_delta":
+					thinking.WriteString(d.Thinking)
+				case "input_json_delta":
+					if b := blocks[e.Index]; b != nil {
+						b.args.WriteString(d.PartialJSON)
 					}
 				}
+			case "message_delta":
+				if e.Delta != nil && e.Delta.StopReason != "" {
+					out.FinishReason = e.Delta.StopReason
+				}
+				e.Usage.merge(&usage)
 			case "message_stop":
 				done = true
 			}
 		}
-		out := anthropicResponse(&msg)
-		if err := stream.Err(); err != nil {
-			return out, started, streamErr(a.cfg, a.wrap(err), events > 0)
-		}
-		if !done {
-			return out, started, fmt.Errorf("llm: %s: %w", a.cfg.endpoint(), ErrStreamCut)
-		}
-		return out, started, nil
+		return finish(), started, nil
 	})
-}
-
-func (a *anthropicClient) wrap(err error) error {
-	var ae *anthropic.Error
-	if errors.As(err, &ae) {
-		return apiError(a.cfg.endpoint(), ae.StatusCode, ae.Message, ae.Response, ae.RawJSON(), err)
-	}
-	return transportError(a.cfg.endpoint(), err)
 }

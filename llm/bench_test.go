@@ -18,7 +18,7 @@ func BenchmarkStreamRoundTrip(b *testing.B) {
 			s.Default = func(llmtest.Request) llmtest.Reply {
 				return llmtest.Reply{Text: "A reply of a dozen words or so, streamed one word at a time.", NoUsage: true}
 			}
-			c, _ := llm.New(s.Config(nil))
+			c, _ := llm.New(s.Config(), llmtest.Options(nil)...)
 			req := llm.Request{System: "be brief", Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}}
 			for b.Loop() {
 				if _, err := c.Stream(context.Background(), req, func(string) {}); err != nil {

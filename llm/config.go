@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/loomctx/loom/internal/redact"
 )
 
 // Providers a Config may name.
@@ -16,46 +17,45 @@ const (
 	ProviderAnthropic = "anthropic"
 )
 
-// Environment variables read by FromEnv.
+// The official endpoints, where a key from the environment may always go.
 const (
-	EnvProvider = "LOOM_LLM_PROVIDER"
-	EnvBaseURL  = "LOOM_LLM_BASE_URL"
-	EnvAPIKey   = "LOOM_LLM_API_KEY"
-	EnvModel    = "LOOM_LLM_MODEL"
+	OpenAIBaseURL    = "https://api.openai.com/v1"
+	AnthropicBaseURL = "https://api.anthropic.com"
 )
 
-// Config says which endpoint to call and how patiently. loom.yaml fills it
-// (the llm: section); FromEnv lets the environment override it.
+// DefaultMaxReplyBytes bounds a reply's text and tool arguments when the
+// Config does not: 1 MiB, some 250,000 words, far past any sane reply.
+const DefaultMaxReplyBytes = 1 << 20
+
+// Config is the runtime description of one endpoint: which, with what key,
+// how patiently. Resolve builds it from loom.yaml's llm section and the
+// operator's environment; a program embedding loom may fill it directly.
+// It has no YAML form: loom.yaml's schema lives in package config.
 type Config struct {
-	Provider string `yaml:"provider" json:"provider"` // "openai" (default) or "anthropic"
-	BaseURL  string `yaml:"base_url" json:"base_url"` // e.g. http://localhost:11434/v1 for Ollama
-	APIKey   string `yaml:"api_key" json:"-"`
-	Model    string `yaml:"model" json:"model"`
+	Provider string // "openai" (default) or "anthropic"
+	BaseURL  string // e.g. http://localhost:11434/v1 for Ollama; "" is the provider's own
+	APIKey   string
+	Model    string
 	// ExtractModel and ConsolidateModel, when set, are used for the memory
 	// calls instead of Model (a small model is usually enough).
-	ExtractModel     string `yaml:"extract_model" json:"extract_model,omitempty"`
-	ConsolidateModel string `yaml:"consolidate_model" json:"consolidate_model,omitempty"`
-	// MaxTokens bounds a reply when a Request does not; Anthropic requires it.
-	MaxTokens int `yaml:"max_tokens" json:"max_tokens,omitempty"`
+	ExtractModel     string
+	ConsolidateModel string
+	// MaxTokens bounds a reply when a Request does not; Anthropic requires
+	// it. Default 4096.
+	MaxTokens int
 	// Timeout bounds one attempt, streaming included. Default 2 minutes.
-	Timeout time.Duration `yaml:"timeout" json:"timeout,omitempty"`
-	// MaxRetries is how many times a 429, a 5xx, a timeout or a refused
-	// connection is retried. Default 2; negative means none.
-	MaxRetries int `yaml:"max_retries" json:"max_retries,omitempty"`
-	// NoJSONSchema stops structured-output requests for endpoints that reject
-	// them; callers then parse the reply text.
-	NoJSONSchema bool `yaml:"no_json_schema" json:"no_json_schema,omitempty"`
-
-	// Backoff returns the wait before retry n (1-based) when the server gave
-	// no Retry-After. Default: 500ms doubling, at most 8s.
-	Backoff func(n int) time.Duration `yaml:"-" json:"-"`
-	// Sleep waits d or until ctx ends; tests replace it to run instantly.
-	Sleep func(ctx context.Context, d time.Duration) error `yaml:"-" json:"-"`
-	// MaxRetryAfter caps how long a server's Retry-After is honoured.
-	// Default 60s.
-	MaxRetryAfter time.Duration `yaml:"-" json:"-"`
-	// HTTPClient, when set, carries the requests.
-	HTTPClient *http.Client `yaml:"-" json:"-"`
+	Timeout time.Duration
+	// MaxRetries is how many times a 429, a 5xx, a timeout, a refused
+	// connection or a stream cut before its first text is retried.
+	// Default 2; negative means none.
+	MaxRetries int
+	// MaxReplyBytes bounds the reply's text plus tool-call arguments,
+	// checked as it streams: past it the call stops with ErrReplyTooLarge.
+	// Default DefaultMaxReplyBytes.
+	MaxReplyBytes int64
+	// NoJSONSchema stops structured-output requests for endpoints that
+	// reject them; callers then parse the reply text.
+	NoJSONSchema bool
 }
 
 // ErrNotConfigured means no endpoint or model was given.
@@ -68,27 +68,11 @@ const Help = `set the model endpoint in loom.yaml:
     provider: openai            # or anthropic
     base_url: https://api.openai.com/v1
     model: gpt-4o-mini
+    api_key_env: LOOM_OPENAI_KEY   # a LOOM_* variable holding the key
 
 or in the environment: LOOM_LLM_BASE_URL, LOOM_LLM_API_KEY, LOOM_LLM_MODEL
 (and LOOM_LLM_PROVIDER=anthropic for Claude). A local Ollama works with
 LOOM_LLM_BASE_URL=http://localhost:11434/v1 LOOM_LLM_MODEL=llama3.2`
-
-// FromEnv returns c with every field whose LOOM_LLM_* variable is set
-// replaced by the variable's value.
-func FromEnv(c Config) Config { return fromLookup(c, os.LookupEnv) }
-
-func fromLookup(c Config, lookup func(string) (string, bool)) Config {
-	set := func(dst *string, key string) {
-		if v, ok := lookup(key); ok && strings.TrimSpace(v) != "" {
-			*dst = strings.TrimSpace(v)
-		}
-	}
-	set(&c.Provider, EnvProvider)
-	set(&c.BaseURL, EnvBaseURL)
-	set(&c.APIKey, EnvAPIKey)
-	set(&c.Model, EnvModel)
-	return c
-}
 
 // Validate reports what is missing or wrong in c.
 func (c Config) Validate() error {
@@ -101,23 +85,64 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: model is empty", ErrNotConfigured)
 	}
 	if c.BaseURL == "" && c.APIKey == "" {
-		// Without either there is nothing to call: the SDK default URL
-		// would need a key.
+		// Without either there is nothing to call: the official
+		// endpoint needs a key.
 		return fmt.Errorf("%w: base_url and api_key are both empty", ErrNotConfigured)
 	}
 	return nil
 }
 
+// Configured reports whether c names an endpoint that can be called.
+func (c Config) Configured() bool { return c.Validate() == nil }
+
+// Option changes how a client behaves beyond its Config.
+type Option func(*options)
+
+type options struct {
+	wait func(ctx context.Context, d time.Duration) error
+	http *http.Client
+}
+
+// WithRetryWait replaces how the client waits between attempts: wait gets
+// each delay the retry policy chose (jitter and Retry-After applied) and
+// returns early with ctx's error. Tests use it to run retries instantly
+// and record the delays.
+func WithRetryWait(wait func(ctx context.Context, d time.Duration) error) Option {
+	return func(o *options) { o.wait = wait }
+}
+
+// WithHTTPClient carries requests over hc instead of loom's own client.
+// loom's own follows no redirect, so a key never leaves the host it was
+// meant for; one given here should not either.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(o *options) { o.http = hc }
+}
+
 // New returns the Client c describes.
-func New(c Config) (Client, error) {
+func New(c Config, opts ...Option) (Client, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	c = c.withDefaults()
-	if strings.EqualFold(c.Provider, ProviderAnthropic) {
-		return newAnthropic(c), nil
+	if _, err := parseBase(c); err != nil {
+		return nil, err
 	}
-	return newOpenAI(c), nil
+	c = c.withDefaults()
+	o := options{wait: sleep, http: defaultHTTP}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	t := &transport{cfg: c, http: o.http, wait: o.wait, endpoint: c.endpoint()}
+	if strings.EqualFold(c.Provider, ProviderAnthropic) {
+		return &anthropicClient{t: t}, nil
+	}
+	return &openaiClient{t: t}, nil
+}
+
+// defaultHTTP follows no redirect: an API answers a POST in place, and a
+// redirect would carry the key's headers (x-api-key among them, which Go
+// does not strip) to another host.
+var defaultHTTP = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
 
 func (c Config) withDefaults() Config {
@@ -133,24 +158,10 @@ func (c Config) withDefaults() Config {
 	if c.MaxTokens <= 0 {
 		c.MaxTokens = 4096
 	}
-	if c.MaxRetryAfter <= 0 {
-		c.MaxRetryAfter = time.Minute
-	}
-	if c.Backoff == nil {
-		c.Backoff = defaultBackoff
-	}
-	if c.Sleep == nil {
-		c.Sleep = sleep
+	if c.MaxReplyBytes <= 0 {
+		c.MaxReplyBytes = DefaultMaxReplyBytes
 	}
 	return c
-}
-
-func defaultBackoff(n int) time.Duration {
-	d := 500 * time.Millisecond
-	for i := 1; i < n && d < 8*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 8*time.Second)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -164,13 +175,17 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// endpoint names where requests go, for error messages.
-func (c Config) endpoint() string {
+// baseURL is where requests go, without a trailing slash.
+func (c Config) baseURL() string {
 	if c.BaseURL != "" {
 		return strings.TrimRight(c.BaseURL, "/")
 	}
 	if strings.EqualFold(c.Provider, ProviderAnthropic) {
-		return "https://api.anthropic.com"
+		return AnthropicBaseURL
 	}
-	return "https://api.openai.com/v1"
+	return OpenAIBaseURL
 }
+
+// endpoint names where requests go, for error messages, with credentials
+// redacted.
+func (c Config) endpoint() string { return redact.URL(c.baseURL()) }

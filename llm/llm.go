@@ -1,8 +1,10 @@
 // Package llm talks to a language model: an OpenAI-compatible Chat
 // Completions endpoint (OpenAI, Ollama, vLLM, llama.cpp, gateways) or the
-// Anthropic Messages API, behind one small Client interface. It adds what the
-// SDKs leave to the caller: bounded retries whose backoff can be injected,
-// errors that name the endpoint, and a stream that reports when it was cut.
+// Anthropic Messages API, behind one small Client interface. It is a thin
+// client over net/http, with no SDK: one retry policy (retry.go), a bound
+// on the reply's size checked as it streams, errors that name the endpoint
+// with credentials redacted, a stream that reports when it was cut, and
+// the rule for where a key from the environment may be sent (Resolve).
 package llm
 
 import (
@@ -62,6 +64,13 @@ type Request struct {
 	JSONSchema  *JSONSchema
 	MaxTokens   int      // 0: the Config's default
 	Temperature *float64 // nil: the endpoint's default
+	// Extra keys are added to the request body as they are, after loom's
+	// own, which they never replace: a gateway passes a client's fields
+	// through with them.
+	Extra map[string]json.RawMessage
+	// KeepMessageExtra sends each message's Extra keys too (OpenAI format
+	// only); off, messages hold only what the wire format defines.
+	KeepMessageExtra bool
 }
 
 // Usage is what a call cost, as the API reported it.
@@ -89,6 +98,7 @@ func (u Usage) Add(v Usage) Usage {
 // Response is the model's reply.
 type Response struct {
 	Content      string
+	Reasoning    string // reasoning text some endpoints return apart (reasoning_content)
 	ToolCalls    []messages.ToolCall
 	FinishReason string
 	Model        string
@@ -104,15 +114,6 @@ type Client interface {
 	// arrives. If the stream is cut, it returns what arrived so far with an
 	// error wrapping ErrStreamCut.
 	Stream(ctx context.Context, req Request, onDelta func(string)) (Response, error)
-}
-
-// rawArgs turns a tool call's argument text into JSON the Anthropic API
-// accepts as a tool_use input; malformed text becomes an empty object.
-func rawArgs(s string) json.RawMessage {
-	if json.Valid([]byte(s)) && len(s) > 0 {
-		return json.RawMessage(s)
-	}
-	return json.RawMessage("{}")
 }
 
 // Message returns the reply as an assistant message, for history.

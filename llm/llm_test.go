@@ -17,11 +17,7 @@ import (
 
 func newClient(t *testing.T, s *llmtest.Server, sleeps *[]time.Duration) llm.Client {
 	t.Helper()
-	c, err := llm.New(s.Config(sleeps))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return s.Client(t, sleeps)
 }
 
 // jsonEqual compares a recorded body with the JSON text want.
@@ -89,7 +85,7 @@ func TestOpenAICompleteRequest(t *testing.T) {
 	  "messages": [
 	    {"role": "system", "content": "be brief"},
 	    {"role": "user", "content": "hi"},
-	    {"role": "assistant", "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "save", "arguments": "{\"x\":\"0\"}"}}]},
+	    {"role": "assistant", "content": null, "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "save", "arguments": "{\"x\":\"0\"}"}}]},
 	    {"role": "tool", "tool_call_id": "t1", "content": "done"},
 	    {"role": "user", "content": "again"}
 	  ],
@@ -211,9 +207,10 @@ func TestRetries(t *testing.T) {
 			if res.Content != "fine" || len(s.Requests()) != 3 {
 				t.Errorf("content %q after %d requests", res.Content, len(s.Requests()))
 			}
-			// First wait from Backoff(1) = 1ms, second from Retry-After.
-			if want := []time.Duration{time.Millisecond, 7 * time.Second}; !reflect.DeepEqual(sleeps, want) {
-				t.Errorf("waits = %v, want %v", sleeps, want)
+			// The first wait is the jittered backoff, 250-500ms; the
+			// second is what Retry-After asked.
+			if len(sleeps) != 2 || sleeps[0] < 250*time.Millisecond || sleeps[0] > 500*time.Millisecond || sleeps[1] != 7*time.Second {
+				t.Errorf("waits = %v, want [250ms..500ms 7s]", sleeps)
 			}
 		})
 	}
@@ -251,10 +248,10 @@ func TestNoRetryOn400(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	s := llmtest.New(t, llmtest.OpenAI)
 	s.Push(llmtest.Reply{Delay: time.Second, Text: "late"}, llmtest.Reply{Delay: time.Second, Text: "late"})
-	cfg := s.Config(nil)
+	cfg := s.Config()
 	cfg.Timeout = 50 * time.Millisecond
 	cfg.MaxRetries = 1
-	c, _ := llm.New(cfg)
+	c, _ := llm.New(cfg, llmtest.Options(nil)...)
 	_, err := c.Complete(context.Background(), llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}})
 	var ue *llm.UnreachableError
 	if !errors.As(err, &ue) || !ue.Timeout {
@@ -267,9 +264,9 @@ func TestTimeout(t *testing.T) {
 
 func TestUnreachable(t *testing.T) {
 	s := llmtest.New(t, llmtest.OpenAI)
-	cfg := s.Config(nil)
+	cfg := s.Config()
 	s.Close()
-	c, _ := llm.New(cfg)
+	c, _ := llm.New(cfg, llmtest.Options(nil)...)
 	_, err := c.Complete(context.Background(), llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}})
 	var ue *llm.UnreachableError
 	if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "llm: cannot reach "+cfg.BaseURL+":") {
@@ -327,7 +324,7 @@ func TestAnthropicRequest(t *testing.T) {
 	  "messages": [
 	    {"role": "user", "content": [{"type": "text", "text": "hi"}]},
 	    {"role": "assistant", "content": [{"type": "text", "text": "saving"}, {"type": "tool_use", "id": "t1", "name": "save", "input": {"x": "0"}}]},
-	    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "done"}], "is_error": false}, {"type": "text", "text": "again"}]}
+	    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "done"}]}, {"type": "text", "text": "again"}]}
 	  ],
 	  "tools": [{"name": "save", "description": "Save it.", "input_schema": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}}],
 	  "tool_choice": {"type": "tool", "name": "save"}
@@ -360,12 +357,8 @@ func TestConfig(t *testing.T) {
 		!strings.Contains(err.Error(), `provider "gemini"`) {
 		t.Errorf("bad provider: %v", err)
 	}
-	t.Setenv(llm.EnvModel, "env-model")
-	t.Setenv(llm.EnvBaseURL, "http://env/v1")
-	t.Setenv(llm.EnvAPIKey, "")
-	c := llm.FromEnv(llm.Config{Model: "file-model", APIKey: "file-key"})
-	if c.Model != "env-model" || c.BaseURL != "http://env/v1" || c.APIKey != "file-key" {
-		t.Errorf("FromEnv = %+v", c)
+	if _, err := llm.New(llm.Config{Model: "m", BaseURL: "ftp://x"}); err == nil || !strings.Contains(err.Error(), "want an http or https URL") {
+		t.Errorf("bad scheme: %v", err)
 	}
 }
 
@@ -373,14 +366,21 @@ func TestRetryAfterHTTPDateAndCap(t *testing.T) {
 	s := llmtest.New(t, llmtest.OpenAI)
 	s.Push(llmtest.Reply{Status: 429, Header: map[string]string{"Retry-After": "3600"}}, llmtest.Reply{Text: "ok"})
 	var sleeps []time.Duration
-	cfg := s.Config(&sleeps)
-	cfg.MaxRetryAfter = 30 * time.Second
-	c, _ := llm.New(cfg)
+	c := s.Client(t, &sleeps)
 	if _, err := c.Complete(context.Background(), llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}}); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(sleeps, []time.Duration{30 * time.Second}) {
+	// An hour asked, a minute waited: the cap.
+	if !reflect.DeepEqual(sleeps, []time.Duration{time.Minute}) {
 		t.Errorf("waits = %v", sleeps)
 	}
-	_ = http.StatusOK
+	// An HTTP date is honoured too.
+	sleeps = nil
+	s.Push(llmtest.Reply{Status: 503, Header: map[string]string{"Retry-After": time.Now().Add(20 * time.Second).UTC().Format(http.TimeFormat)}}, llmtest.Reply{Text: "ok"})
+	if _, err := c.Complete(context.Background(), llm.Request{Messages: []messages.Message{{Role: "user", Content: messages.TextContent("hi")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sleeps) != 1 || sleeps[0] < 15*time.Second || sleeps[0] > 20*time.Second {
+		t.Errorf("waits = %v, want about 20s", sleeps)
+	}
 }

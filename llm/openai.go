@@ -2,210 +2,334 @@ package llm
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"sort"
+	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/loomctx/loom/messages"
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/shared"
 )
 
-// openaiClient speaks Chat Completions through openai-go. The SDK's own
-// retries are off: retry does them, with an injectable backoff.
-type openaiClient struct {
-	cfg Config
-	sdk openai.Client
+// openaiClient speaks Chat Completions over net/http: JSON for Complete,
+// server-sent events for Stream.
+type openaiClient struct{ t *transport }
+
+type openaiRequest struct {
+	Model          string                   `json:"model"`
+	Messages       []messages.OpenAIMessage `json:"messages"`
+	MaxTokens      int                      `json:"max_tokens,omitempty"`
+	Temperature    *float64                 `json:"temperature,omitempty"`
+	Tools          []openaiTool             `json:"tools,omitempty"`
+	ToolChoice     any                      `json:"tool_choice,omitempty"`
+	ResponseFormat *openaiResponseFormat    `json:"response_format,omitempty"`
+	Stream         bool                     `json:"stream,omitempty"`
+	StreamOptions  *openaiStreamOptions     `json:"stream_options,omitempty"`
 }
 
-func newOpenAI(c Config) *openaiClient {
-	opts := []option.RequestOption{option.WithMaxRetries(0)}
-	if c.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(strings.TrimRight(c.BaseURL, "/")+"/"))
-	}
-	// A local server needs no key; send a placeholder rather than let the
-	// SDK pick up an unrelated OPENAI_API_KEY.
-	key := c.APIKey
-	if key == "" {
-		key = "none"
-	}
-	opts = append(opts, option.WithAPIKey(key))
-	if c.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(c.HTTPClient))
-	}
-	return &openaiClient{cfg: c, sdk: openai.NewClient(opts...)}
+// openaiKeys are the request keys loom writes; Request.Extra never
+// replaces one.
+var openaiKeys = map[string]bool{"model": true, "messages": true, "max_tokens": true, "temperature": true, "tools": true,
+	"tool_choice": true, "response_format": true, "stream": true, "stream_options": true}
+
+type openaiTool struct {
+	Type     string         `json:"type"`
+	Function openaiFunction `json:"function"`
 }
 
-func (o *openaiClient) params(req Request) openai.ChatCompletionNewParams {
-	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(cmpOr(req.Model, o.cfg.Model))}
+type openaiFunction struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Parameters  map[string]any `json:"parameters,omitempty"`
+}
+
+type openaiResponseFormat struct {
+	Type       string           `json:"type"`
+	JSONSchema openaiJSONSchema `json:"json_schema"`
+}
+
+type openaiJSONSchema struct {
+	Name   string         `json:"name"`
+	Schema map[string]any `json:"schema"`
+	Strict bool           `json:"strict"`
+}
+
+type openaiStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type openaiNamedChoice struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+func (o *openaiClient) body(req Request, stream bool) ([]byte, error) {
+	msgs := req.Messages
 	if req.System != "" {
-		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
+		msgs = append([]messages.Message{{Role: messages.RoleSystem, Content: messages.TextContent(req.System)}}, msgs...)
 	}
-	for _, m := range req.Messages {
-		p.Messages = append(p.Messages, openaiMessage(m))
+	wire, err := messages.OpenAIWith(msgs, messages.OpenAIOptions{KeepExtra: req.KeepMessageExtra})
+	if err != nil {
+		return nil, fmt.Errorf("llm: request: %w", err)
 	}
-	p.MaxTokens = openai.Int(int64(cmpOr(req.MaxTokens, o.cfg.MaxTokens)))
-	if req.Temperature != nil {
-		p.Temperature = openai.Float(*req.Temperature)
-	}
+	cfg := o.t.cfg
+	p := openaiRequest{Model: cmpOr(req.Model, cfg.Model), Messages: wire,
+		MaxTokens: cmpOr(req.MaxTokens, cfg.MaxTokens), Temperature: req.Temperature}
 	for _, t := range req.Tools {
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-			Name:        t.Name,
-			Description: openai.String(t.Description),
-			Parameters:  shared.FunctionParameters(t.Parameters),
-		}))
+		p.Tools = append(p.Tools, openaiTool{Type: "function", Function: openaiFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
 	}
 	switch req.ToolChoice.Mode {
 	case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:
-		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(string(req.ToolChoice.Mode))}
+		p.ToolChoice = string(req.ToolChoice.Mode)
 	case ToolChoiceFunction:
-		p.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice.Name})
+		c := openaiNamedChoice{Type: "function"}
+		c.Function.Name = req.ToolChoice.Name
+		p.ToolChoice = c
 	}
-	if req.JSONSchema != nil && !o.cfg.NoJSONSchema {
-		p.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{
-			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
-				Name:   req.JSONSchema.Name,
-				Schema: req.JSONSchema.Schema,
-				Strict: openai.Bool(req.JSONSchema.Strict),
-			}},
-		}
+	if req.JSONSchema != nil && !cfg.NoJSONSchema {
+		p.ResponseFormat = &openaiResponseFormat{Type: "json_schema", JSONSchema: openaiJSONSchema{
+			Name: req.JSONSchema.Name, Schema: req.JSONSchema.Schema, Strict: req.JSONSchema.Strict}}
 	}
-	return p
+	if stream {
+		p.Stream = true
+		p.StreamOptions = &openaiStreamOptions{IncludeUsage: true}
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("llm: request: %w", err)
+	}
+	return mergeExtra(data, req.Extra, openaiKeys)
 }
 
-func openaiMessage(m messages.Message) openai.ChatCompletionMessageParamUnion {
-	text := m.Content.String()
-	switch m.Role {
-	case messages.RoleSystem:
-		return openai.SystemMessage(text)
-	case messages.RoleAssistant:
-		a := openai.ChatCompletionAssistantMessageParam{}
-		if text != "" || len(m.ToolCalls) == 0 {
-			a.Content.OfString = param.NewOpt(text)
-		}
-		for _, tc := range m.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID:       tc.ID,
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Function.Name, Arguments: tc.Function.Arguments},
-				},
-			})
-		}
-		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
-	case messages.RoleTool:
-		return openai.ToolMessage(text, m.ToolCallID)
-	default:
-		return openai.UserMessage(text)
+func (o *openaiClient) header() http.Header {
+	h := http.Header{}
+	if k := o.t.cfg.APIKey; k != "" {
+		h.Set("Authorization", "Bearer "+k)
 	}
+	return h
 }
 
-func openaiUsage(u openai.CompletionUsage) Usage {
-	return Usage{
-		InputTokens:      int(u.PromptTokens),
-		OutputTokens:     int(u.CompletionTokens),
-		CachedTokens:     int(u.PromptTokensDetails.CachedTokens),
-		CacheWriteTokens: int(u.PromptTokensDetails.CacheWriteTokens),
-		CacheReported:    u.PromptTokensDetails.JSON.CachedTokens.Valid(),
+type openaiUsage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens     *int `json:"cached_tokens"`
+		CacheWriteTokens int  `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+func (u *openaiUsage) usage() Usage {
+	if u == nil {
+		return Usage{}
 	}
+	out := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CacheWriteTokens = d.CacheWriteTokens
+		if d.CachedTokens != nil {
+			out.CachedTokens, out.CacheReported = *d.CachedTokens, true
+		}
+	}
+	return out
+}
+
+// openaiCall is a tool call as a reply holds it. Arguments are a JSON
+// string by the spec; some servers send an object, kept as its text.
+type openaiCall struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+func (c openaiCall) arguments() string {
+	var s string
+	if json.Unmarshal(c.Function.Arguments, &s) == nil {
+		return s
+	}
+	if string(c.Function.Arguments) == "null" {
+		return ""
+	}
+	return string(c.Function.Arguments)
+}
+
+type openaiReply struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content   *string      `json:"content"`
+			Reasoning string       `json:"reasoning_content"`
+			ToolCalls []openaiCall `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *openaiUsage   `json:"usage"`
+	Error *streamedError `json:"error"`
+}
+
+// streamedError is an error an endpoint sends inside a 200 reply or a
+// stream.
+type streamedError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
 }
 
 func (o *openaiClient) Complete(ctx context.Context, req Request) (Response, error) {
-	p := o.params(req)
-	return retry(ctx, o.cfg, func(ctx context.Context) (Response, bool, error) {
-		res, err := o.sdk.Chat.Completions.New(ctx, p)
+	body, err := o.body(req, false)
+	if err != nil {
+		return Response{}, err
+	}
+	return retry(ctx, o.t, func(ctx context.Context) (Response, bool, error) {
+		resp, err := o.t.post(ctx, "/chat/completions", body, o.header())
 		if err != nil {
-			return Response{}, false, o.wrap(err)
+			return Response{}, false, err
 		}
-		out := Response{Model: res.Model, Usage: openaiUsage(res.Usage)}
-		if len(res.Choices) > 0 {
-			ch := res.Choices[0]
-			out.Content = ch.Message.Content
+		var r openaiReply
+		if err := o.t.readJSON(resp, &r); err != nil {
+			return Response{}, false, err
+		}
+		if r.Error != nil {
+			return Response{}, false, o.t.streamedAPIError(r.Error)
+		}
+		out := Response{Model: r.Model, Usage: r.Usage.usage()}
+		if len(r.Choices) > 0 {
+			ch := r.Choices[0]
+			if ch.Message.Content != nil {
+				out.Content = *ch.Message.Content
+			}
+			out.Reasoning = ch.Message.Reasoning
 			out.FinishReason = ch.FinishReason
 			for _, tc := range ch.Message.ToolCalls {
-				out.ToolCalls = append(out.ToolCalls, messages.NewToolCall(tc.ID, tc.Function.Name, tc.Function.Arguments))
+				out.ToolCalls = append(out.ToolCalls, messages.NewToolCall(tc.ID, tc.Function.Name, tc.arguments()))
 			}
+		}
+		if replySize(out) > o.t.cfg.MaxReplyBytes {
+			return Response{}, false, o.t.tooLarge()
 		}
 		return out, false, nil
 	})
 }
 
+type openaiChunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Delta struct {
+			Content   string       `json:"content"`
+			Reasoning string       `json:"reasoning_content"`
+			ToolCalls []openaiCall `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *openaiUsage   `json:"usage"`
+	Error *streamedError `json:"error"`
+}
+
 func (o *openaiClient) Stream(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
-	p := o.params(req)
-	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-	return retry(ctx, o.cfg, func(ctx context.Context) (Response, bool, error) {
-		stream := o.sdk.Chat.Completions.NewStreaming(ctx, p)
-		defer stream.Close()
+	body, err := o.body(req, true)
+	if err != nil {
+		return Response{}, err
+	}
+	return retry(ctx, o.t, func(ctx context.Context) (Response, bool, error) {
+		resp, err := o.t.post(ctx, "/chat/completions", body, o.header())
+		if err != nil {
+			return Response{}, false, err
+		}
+		defer resp.Body.Close()
 		var (
-			out     Response
-			text    strings.Builder
-			started bool
-			done    bool
-			calls   = map[int64]*messages.ToolCall{}
+			out       Response
+			text      strings.Builder
+			reasoning strings.Builder
+			started   bool
+			done      bool
+			events    int
+			calls     = map[int]*messages.ToolCall{}
+			budget    = replyCap{left: o.t.cfg.MaxReplyBytes}
 		)
-		events := 0
-		for stream.Next() {
+		finish := func() Response {
+			out.Content, out.Reasoning = text.String(), reasoning.String()
+			idx := make([]int, 0, len(calls))
+			for i := range calls {
+				idx = append(idx, i)
+			}
+			slices.Sort(idx)
+			out.ToolCalls = out.ToolCalls[:0]
+			for _, i := range idx {
+				out.ToolCalls = append(out.ToolCalls, *calls[i])
+			}
+			return out
+		}
+		sse := newSSE(resp.Body, int(o.t.cfg.MaxReplyBytes)+64<<10, o.t.rawLimit())
+		for {
+			ev, err := sse.next()
+			if err != nil {
+				return finish(), started, o.t.streamError(err, events > 0, done)
+			}
 			events++
-			ch := stream.Current()
+			if string(ev.data) == "[DONE]" {
+				break
+			}
+			var ch openaiChunk
+			if err := json.Unmarshal(ev.data, &ch); err != nil {
+				return finish(), started, fmt.Errorf("llm: %s: stream event is not the JSON expected: %v", o.t.endpoint, err)
+			}
+			if ch.Error != nil {
+				return finish(), started, o.t.streamedAPIError(ch.Error)
+			}
 			if ch.Model != "" {
 				out.Model = ch.Model
 			}
-			if ch.JSON.Usage.Valid() {
-				out.Usage = openaiUsage(ch.Usage)
+			if ch.Usage != nil {
+				out.Usage = ch.Usage.usage()
 			}
 			for _, c := range ch.Choices {
-				if c.Delta.Content != "" {
+				d := c.Delta
+				if !budget.take(len(d.Content) + len(d.Reasoning)) {
+					return finish(), started, o.t.tooLarge()
+				}
+				reasoning.WriteString(d.Reasoning)
+				if d.Content != "" {
 					started = true
-					text.WriteString(c.Delta.Content)
+					text.WriteString(d.Content)
 					if onDelta != nil {
-						onDelta(c.Delta.Content)
+						onDelta(d.Content)
 					}
 				}
-				for _, d := range c.Delta.ToolCalls {
-					tc := calls[d.Index]
+				for _, dc := range d.ToolCalls {
+					tc := calls[dc.Index]
 					if tc == nil {
+						if len(calls) >= maxToolCalls {
+							return finish(), started, o.t.tooLarge()
+						}
 						tc = &messages.ToolCall{Type: "function"}
-						calls[d.Index] = tc
+						calls[dc.Index] = tc
 					}
-					tc.ID += d.ID
-					tc.Function.Name += d.Function.Name
-					tc.Function.Arguments += d.Function.Arguments
+					args := dc.arguments()
+					if !budget.take(len(dc.ID) + len(dc.Function.Name) + len(args)) {
+						return finish(), started, o.t.tooLarge()
+					}
+					tc.ID += dc.ID
+					tc.Function.Name += dc.Function.Name
+					tc.Function.Arguments += args
 				}
-				if c.FinishReason != "" {
-					out.FinishReason = c.FinishReason
+				if c.FinishReason != nil && *c.FinishReason != "" {
+					out.FinishReason = *c.FinishReason
 					done = true
 				}
 			}
 		}
-		out.Content = text.String()
-		idx := make([]int64, 0, len(calls))
-		for i := range calls {
-			idx = append(idx, i)
-		}
-		sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
-		for _, i := range idx {
-			out.ToolCalls = append(out.ToolCalls, *calls[i])
-		}
-		if err := stream.Err(); err != nil {
-			return out, started, streamErr(o.cfg, o.wrap(err), events > 0)
-		}
 		if !done {
-			return out, started, fmt.Errorf("llm: %s: %w", o.cfg.endpoint(), ErrStreamCut)
+			return finish(), started, fmt.Errorf("llm: %s: %w", o.t.endpoint, ErrStreamCut)
 		}
-		return out, started, nil
+		return finish(), started, nil
 	})
 }
 
-// wrap turns an SDK error into an APIError or an UnreachableError.
-func (o *openaiClient) wrap(err error) error {
-	var ae *openai.Error
-	if errors.As(err, &ae) {
-		return apiError(o.cfg.endpoint(), ae.StatusCode, ae.Message, ae.Response, ae.RawJSON(), err)
-	}
-	return transportError(o.cfg.endpoint(), err)
-}
+// maxToolCalls bounds the tool calls of one reply.
+const maxToolCalls = 1024
 
 func cmpOr[T comparable](a, b T) T {
 	var zero T

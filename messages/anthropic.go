@@ -112,7 +112,7 @@ func Anthropic(msgs []Message, opts AnthropicOptions) (*AnthropicRequest, error)
 			req.Messages = append(req.Messages, AnthropicMessage{Role: role, Content: blocks})
 		}
 		lastRole = role
-		if i == opts.CacheAfter {
+		if opts.CacheAfter > 0 && i == opts.CacheAfter {
 			content := req.Messages[len(req.Messages)-1].Content
 			content[len(content)-1].CacheControl = cc
 		}

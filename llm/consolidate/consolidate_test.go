@@ -59,11 +59,11 @@ func read(t *testing.T, dir, name string) string {
 
 func newConsolidator(t *testing.T, s *llmtest.Server, files consolidate.Files, timeout time.Duration) *consolidate.Consolidator {
 	t.Helper()
-	cfg := s.Config(nil)
+	cfg := s.Config()
 	if timeout > 0 {
 		cfg.Timeout = timeout
 	}
-	c, err := llm.New(cfg)
+	c, err := llm.New(cfg, llmtest.Options(nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}

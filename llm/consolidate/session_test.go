@@ -63,7 +63,7 @@ func TestRunSavesPointer(t *testing.T) {
 		b.WriteString(`{"role":"` + string(m.Role) + `","content":"` + m.Content.String() + `"}` + "\n")
 	}
 	os.WriteFile(hist, []byte(b.String()), 0o644)
-	c, _ := llm.New(s.Config(nil))
+	c, _ := llm.New(s.Config(), llmtest.Options(nil)...)
 	rep, err := consolidate.Run(context.Background(), consolidate.RunOptions{
 		Options: consolidate.Options{Client: c, Files: files, Counter: llmtest.Counter{}, Threshold: 200, Keep: 100},
 		History: hist,

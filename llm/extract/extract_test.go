@@ -114,7 +114,7 @@ func TestIncludeAssistant(t *testing.T) {
 
 func mustClient(t *testing.T, s *llmtest.Server) llm.Client {
 	t.Helper()
-	c, err := llm.New(s.Config(nil))
+	c, err := llm.New(s.Config(), llmtest.Options(nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,11 +203,11 @@ func TestFaultsLeaveMemoriesUnchanged(t *testing.T) {
 			s.Push(replies...)
 			st := openStore(t)
 			st.Add(context.Background(), memory.NewMemory{Category: "global_rule", Content: "Answer in French."})
-			cfg := s.Config(nil)
+			cfg := s.Config()
 			if name == "timeout" {
 				cfg.Timeout = 50 * time.Millisecond
 			}
-			c, _ := llm.New(cfg)
+			c, _ := llm.New(cfg, llmtest.Options(nil)...)
 			ex := extract.New(extract.Options{Client: c, Store: st})
 			_, err := ex.Extract(context.Background(), extract.Job{Messages: conversation("Never use tables, ever.")})
 			if err == nil {

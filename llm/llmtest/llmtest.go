@@ -44,6 +44,23 @@ type Reply struct {
 	Model      string              // model name in the reply; default the request's
 	NoUsage    bool                // omit usage
 	NoCacheRep bool                // omit the cached-token fields
+	// Endless streams without end after Text: "text" sends a word per
+	// event, "empty" events with no text (framing only), until the client
+	// hangs up. The server counts what it sent in Sent.
+	Endless string
+	// Flood makes the reply's text this many bytes, written as it goes,
+	// never held: one huge JSON body, or in a stream one huge event.
+	Flood int64
+}
+
+// Sent waits until every endless or flooded reply has ended (the client
+// hung up) and returns how many bytes they wrote, so a test can check the
+// client stopped reading early.
+func (s *Server) Sent() int64 {
+	s.faults.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sent
 }
 
 // Request is one recorded request.
@@ -69,6 +86,8 @@ type Server struct {
 	queue    []Reply
 	requests []Request
 	prefixes map[string]bool
+	sent     int64
+	faults   sync.WaitGroup
 	// Default answers when the queue is empty. Nil answers "ok".
 	Default func(r Request) Reply
 }
@@ -113,26 +132,38 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
-// Config returns a client configuration for this server whose retries wait
-// no time; sleeps, when not nil, records each wait asked for.
-func (s *Server) Config(sleeps *[]time.Duration) llm.Config {
-	var mu sync.Mutex
-	c := llm.Config{
+// Config returns a client configuration for this server.
+func (s *Server) Config() llm.Config {
+	return llm.Config{
 		Provider:   s.Format,
 		BaseURL:    s.URL + "/v1",
 		APIKey:     "test-key",
 		Model:      "test-model",
 		Timeout:    30 * time.Second, // generous: race builds on a loaded machine are slow
 		MaxRetries: 2,
-		Backoff:    func(n int) time.Duration { return time.Duration(n) * time.Millisecond },
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			if sleeps != nil {
-				mu.Lock()
-				*sleeps = append(*sleeps, d)
-				mu.Unlock()
-			}
-			return ctx.Err()
-		},
+	}
+}
+
+// Options make a client's retries wait no time; sleeps, when not nil,
+// records each wait the retry policy chose.
+func Options(sleeps *[]time.Duration) []llm.Option {
+	var mu sync.Mutex
+	return []llm.Option{llm.WithRetryWait(func(ctx context.Context, d time.Duration) error {
+		if sleeps != nil {
+			mu.Lock()
+			*sleeps = append(*sleeps, d)
+			mu.Unlock()
+		}
+		return ctx.Err()
+	})}
+}
+
+// Client returns a client for this server whose retries wait no time.
+func (s *Server) Client(t testing.TB, sleeps *[]time.Duration) llm.Client {
+	t.Helper()
+	c, err := llm.New(s.Config(), Options(sleeps)...)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return c
 }
@@ -196,6 +227,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if rep.RawBody != "" {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, rep.RawBody)
+		return
+	}
+	if rep.Endless != "" || rep.Flood > 0 {
+		s.faults.Add(1)
+		defer s.faults.Done()
+		n := s.fault(w, rep, req.Stream)
+		s.mu.Lock()
+		s.sent += n
+		s.mu.Unlock()
 		return
 	}
 	switch {
@@ -478,4 +518,104 @@ func anthropicEvents(rep Reply, u llm.Usage) []event {
 			"usage": map[string]any{"output_tokens": u.OutputTokens}}},
 		event{"message_stop", map[string]any{"type": "message_stop"}})
 	return evs
+}
+
+// fault writes an endless or flooded reply and returns the bytes written.
+func (s *Server) fault(w http.ResponseWriter, rep Reply, stream bool) int64 {
+	cw := &countWriter{w: w}
+	fl, _ := w.(http.Flusher)
+	textEvent := func(text string) string {
+		b, _ := json.Marshal(text)
+		if s.Format == Anthropic {
+			return `event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":` + string(b) + "}}\n\n"
+		}
+		return `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":` + string(b) + `},"finish_reason":null}]}` + "\n\n"
+	}
+	if !stream {
+		// One JSON body whose text is Flood bytes of "a".
+		w.Header().Set("Content-Type", "application/json")
+		if s.Format == Anthropic {
+			io.WriteString(cw, `{"id":"msg_1","type":"message","role":"assistant","model":"m","stop_reason":"end_turn","content":[{"type":"text","text":"`)
+		} else {
+			io.WriteString(cw, `{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"`)
+		}
+		if !writeRepeated(cw, 'a', rep.Flood) {
+			return cw.n
+		}
+		if s.Format == Anthropic {
+			io.WriteString(cw, `"}],"usage":{"input_tokens":1,"output_tokens":1}}`)
+		} else {
+			io.WriteString(cw, `"}}]}`)
+		}
+		return cw.n
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	if s.Format == Anthropic {
+		io.WriteString(cw, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n")
+		io.WriteString(cw, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+	}
+	if rep.Text != "" {
+		io.WriteString(cw, textEvent(rep.Text))
+	}
+	if rep.Flood > 0 {
+		// One event whose text is Flood bytes long.
+		head, tail, _ := strings.Cut(textEvent("\x00"), `\u0000`)
+		io.WriteString(cw, head)
+		if !writeRepeated(cw, 'a', rep.Flood) {
+			return cw.n
+		}
+		io.WriteString(cw, tail)
+	}
+	for rep.Endless != "" {
+		var ev string
+		switch {
+		case rep.Endless == "text":
+			ev = textEvent("la ")
+		case s.Format == Anthropic:
+			ev = "event: ping\ndata: {\"type\":\"ping\"}\n\n"
+		default:
+			ev = textEvent("")
+		}
+		if _, err := io.WriteString(cw, ev); err != nil {
+			return cw.n
+		}
+		if fl != nil && cw.n%(64<<10) < int64(len(ev)) {
+			fl.Flush()
+		}
+	}
+	if fl != nil {
+		fl.Flush()
+	}
+	return cw.n
+}
+
+type countWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	c.err = err
+	return n, err
+}
+
+// writeRepeated writes n bytes of b in 64 KiB pieces; false when the
+// client hung up.
+func writeRepeated(w io.Writer, b byte, n int64) bool {
+	chunk := []byte(strings.Repeat(string(b), 64<<10))
+	for n > 0 {
+		k := min(n, int64(len(chunk)))
+		if _, err := w.Write(chunk[:k]); err != nil {
+			return false
+		}
+		n -= k
+	}
+	return true
 }

@@ -58,7 +58,7 @@ func runChat(t *testing.T, s *llmtest.Server, dir, input string, tweak func(*Cha
 	t.Helper()
 	ios, in, out, errOut := cmdutil.Test()
 	in.WriteString(input)
-	cfg := Config{LLM: s.Config(nil), ShutdownWait: 10 * time.Second}
+	cfg := Config{LLM: s.Config(), ShutdownWait: 10 * time.Second}
 	opts := &ChatOptions{
 		IO: ios, Dir: dir, Channel: "cli", User: "ana",
 		SystemPrompt: func(context.Context) (string, error) { return "You are the test agent.", nil },

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/loomctx/loom/config"
-	"github.com/loomctx/loom/messages"
 	"io"
 	"log/slog"
 	"os"
@@ -17,10 +15,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/llm/extract"
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/tokens"
 	"github.com/loomctx/loom/workspace"
 )
@@ -84,8 +84,9 @@ func chatRun(opts *ChatOptions) error {
 			return err
 		}
 		cfg = c
+	} else if cfg.LLM, err = llm.Resolve(config.LLMConfig{}, nil); err != nil {
+		return err
 	}
-	cfg.LLM = llm.FromEnv(cfg.LLM)
 	client, err := llm.New(cfg.LLM)
 	if err != nil {
 		return fmt.Errorf("%w\n\n%s", err, llm.Help)

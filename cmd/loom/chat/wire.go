@@ -3,11 +3,11 @@ package chat
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/loomctx/loom/cmd/loom/render"
 	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
@@ -76,9 +76,10 @@ func (o *ChatOptions) wireDefaults() (func(), error) {
 	return closeFn, nil
 }
 
-// configFromWorkspace maps loom.yaml's llm: block onto the chat settings.
-// The API key is never written in loom.yaml: api_key_env names the
-// variable that holds it.
+// configFromWorkspace maps loom.yaml's llm: block, with the LOOM_LLM_*
+// environment over it, onto the chat settings. The API key is never
+// written in loom.yaml: api_key_env names the variable that holds it, and
+// llm.Resolve applies the rule for where it may go.
 func configFromWorkspace(dir string) (Config, error) {
 	ws, err := workspace.Open(dir)
 	if err != nil {
@@ -90,14 +91,12 @@ func configFromWorkspace(dir string) (Config, error) {
 	}
 	l := wc.LLM
 	c := Config{Timezone: wc.Timezone, Placement: wc.Runtime.Placement}
-	c.LLM.Provider, c.LLM.BaseURL, c.LLM.Model = l.Provider, l.BaseURL, l.Model
-	c.LLM.Timeout = l.Timeout.Std()
-	if l.APIKeyEnv != "" {
-		c.LLM.APIKey = os.Getenv(l.APIKeyEnv)
+	if c.LLM, err = llm.Resolve(l, nil); err != nil {
+		return Config{}, err
 	}
-	c.NoExtract = !l.ExtractionEnabled()
+	c.NoExtract = !llm.Enabled(l.Extraction.Enabled, c.LLM)
 	c.ExtractAssistant = l.Extraction.IncludeAssistant != nil && *l.Extraction.IncludeAssistant
-	if !l.ConsolidationEnabled() {
+	if !llm.Enabled(l.Consolidation.Enabled, c.LLM) {
 		c.ConsolidateThreshold = -1
 	} else if l.Consolidation.ThresholdTokens > 0 {
 		c.ConsolidateThreshold = l.Consolidation.ThresholdTokens

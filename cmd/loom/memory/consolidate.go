@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -71,11 +70,10 @@ func consolidateRun(ctx context.Context, opts *ConsolidateOptions) error {
 	if err != nil {
 		return err
 	}
-	lc := llm.Config{Provider: cfg.LLM.Provider, BaseURL: cfg.LLM.BaseURL, Model: cfg.LLM.Model, Timeout: cfg.LLM.Timeout.Std()}
-	if cfg.LLM.APIKeyEnv != "" {
-		lc.APIKey = os.Getenv(cfg.LLM.APIKeyEnv)
+	lc, err := llm.Resolve(cfg.LLM, nil)
+	if err != nil {
+		return err
 	}
-	lc = llm.FromEnv(lc)
 	client := opts.Client
 	if client == nil && !opts.DryRun {
 		if client, err = llm.New(lc); err != nil {

@@ -31,7 +31,7 @@ func TestConsolidateCommand(t *testing.T) {
 	s := llmtest.New(t, llmtest.OpenAI)
 	args, _ := json.Marshal(map[string]string{"history_entry": "[2026-03-01 10:15] Ana said she likes tea.", "memory_update": "# Memory\n- User name: Ana\n- Likes tea\n"})
 	s.Push(llmtest.Reply{ToolCalls: []messages.ToolCall{messages.NewToolCall("", "save_memory", string(args))}})
-	client, err := llm.New(s.Config(nil))
+	client, err := llm.New(s.Config(), llmtest.Options(nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}
