@@ -120,8 +120,10 @@ func TestReplyTooLarge(t *testing.T) {
 // bound is refused.
 func TestReplyBound(t *testing.T) {
 	s := llmtest.New(t, llmtest.OpenAI)
-	long := strings.Repeat("word ", 100_000) // 500 KB
-	s.Push(llmtest.Reply{Text: long}, llmtest.Reply{Text: strings.Repeat("x", 101)}, llmtest.Reply{Text: strings.Repeat("x", 100)})
+	// 500 KB in 1,000 deltas of 500 bytes; no usage, so the fake does not
+	// tokenize it.
+	long := strings.Repeat(strings.Repeat("abcd", 125)+" ", 1000)[:500_000]
+	s.Push(llmtest.Reply{Text: long, NoUsage: true}, llmtest.Reply{Text: strings.Repeat("x", 101)}, llmtest.Reply{Text: strings.Repeat("x", 100)})
 	c := s.Client(t, nil)
 	if res, err := c.Stream(context.Background(), hi, nil); err != nil || res.Content != long {
 		t.Fatalf("500 KB reply under the default bound: %v", err)
