@@ -30,6 +30,7 @@ func openWS(t testing.TB, dir string) *workspace.Workspace {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { ws.Close() }) // stops the watcher a Watch started
 	return ws
 }
 

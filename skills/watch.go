@@ -2,12 +2,10 @@ package skills
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 
 	"github.com/loomctx/loom/workspace"
 )
@@ -15,7 +13,7 @@ import (
 // DefaultDebounce is how long a [Watcher] waits after the last change
 // before it reloads: editors write a file in several steps, and a burst of
 // saves should cost one reload.
-const DefaultDebounce = 300 * time.Millisecond
+const DefaultDebounce = workspace.DefaultDebounce
 
 // WatchOptions configures [Watch].
 type WatchOptions struct {
@@ -24,7 +22,8 @@ type WatchOptions struct {
 	Debounce time.Duration
 	// Also names further workspace folders (slash-separated, relative; "."
 	// is the root) whose direct files count as changes, for a caller that
-	// renders more than skills. They are not watched recursively.
+	// renders more than skills. They are not watched recursively, and must
+	// exist when Watch is called.
 	Also []string
 }
 
@@ -40,24 +39,20 @@ type Change struct {
 }
 
 // Watcher reloads a [Loader]'s skills when its skill folders change. It
-// watches each skill root, every skill folder in it, and the folders above
-// the roots, so that a skills folder or a skill created after the start is
-// picked up. It belongs to one workspace: two Watchers share nothing.
+// owns no file watcher: it subscribes to the change feed of the workspace
+// ([workspace.Workspace.Subscribe]) and of each skills folder outside it,
+// which report changes to whatever the loader read, so a skills folder or
+// a skill created after the start is picked up. Closing the Watcher ends
+// its subscriptions; the workspaces go on watching until closed.
 type Watcher struct {
-	l        *Loader
-	fw       *fsnotify.Watcher
-	debounce time.Duration
-	also     map[string]bool // absolute Also folders
+	l    *Loader
+	also map[string]bool // absolute Also folders
 
-	mu      sync.Mutex
-	watched map[string]bool
-	roots   map[string]bool // absolute skill roots
-	above   map[string]bool // absolute folders on the way to a root
-
-	out       chan Change
-	done      chan struct{}
-	exited    chan struct{}
-	closeOnce sync.Once
+	cancels []func()
+	out     chan Change
+	done    chan struct{}
+	exited  chan struct{}
+	once    sync.Once
 }
 
 // Watch starts watching l's skill folders. The caller reads [Watcher.Changes]
@@ -66,27 +61,52 @@ func Watch(l *Loader, opts WatchOptions) (*Watcher, error) {
 	if l.ws.Root() == "" {
 		return nil, errors.New("skills: cannot watch a workspace that is not a folder on disk")
 	}
-	fw, err := fsnotify.NewWatcher()
-	if err != nil {
+	w := &Watcher{
+		l:      l,
+		also:   map[string]bool{},
+		out:    make(chan Change, 1),
+		done:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	merged := make(chan workspace.Change)
+	subscribe := func(door *workspace.Workspace) error {
+		feed, cancel, err := door.Subscribe(opts.Debounce)
+		if err != nil {
+			return err
+		}
+		w.cancels = append(w.cancels, cancel)
+		go func() {
+			for c := range feed {
+				select {
+				case merged <- c:
+				case <-w.done:
+					return
+				}
+			}
+		}()
+		return nil
+	}
+	if err := subscribe(l.ws); err != nil {
 		return nil, err
 	}
-	w := &Watcher{
-		l: l, fw: fw, debounce: opts.Debounce,
-		also:    map[string]bool{},
-		watched: map[string]bool{},
-		out:     make(chan Change, 1),
-		done:    make(chan struct{}),
-		exited:  make(chan struct{}),
-	}
-	if w.debounce == 0 {
-		w.debounce = DefaultDebounce
-	}
-	w.debounce = max(w.debounce, 0)
 	for _, a := range opts.Also {
+		if l.ws.IsDir(a) {
+			if err := l.ws.Follow(a); err != nil {
+				w.stop()
+				return nil, err
+			}
+		}
 		w.also[l.ws.Abs(a)] = true
 	}
-	w.sync()
-	go w.loop()
+	// A first load: the feed reports changes to what was read.
+	l.Load()
+	for _, door := range l.externalDoors() {
+		if err := subscribe(door); err != nil {
+			w.stop()
+			return nil, err
+		}
+	}
+	go w.loop(merged)
 	return w, nil
 }
 
@@ -97,61 +117,48 @@ func (w *Watcher) Changes() <-chan Change { return w.out }
 
 // Close stops watching and closes the Changes channel.
 func (w *Watcher) Close() error {
-	var err error
-	w.closeOnce.Do(func() {
-		close(w.done)
-		err = w.fw.Close()
+	w.once.Do(func() {
+		w.stop()
 		<-w.exited
 		close(w.out)
 	})
-	return err
+	return nil
 }
 
-// Watched returns the folders being watched, sorted; for tests and
-// diagnostics.
-func (w *Watcher) Watched() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return sortedKeys(w.watched)
+func (w *Watcher) stop() {
+	for _, cancel := range w.cancels {
+		cancel()
+	}
+	select {
+	case <-w.done:
+	default:
+		close(w.done)
+	}
 }
 
-func (w *Watcher) loop() {
+func (w *Watcher) loop(merged <-chan workspace.Change) {
 	defer close(w.exited)
-	var timer *time.Timer
-	var fire <-chan time.Time
-	pending := map[string]bool{}
 	for {
 		select {
 		case <-w.done:
-			if timer != nil {
-				timer.Stop()
-			}
 			return
-		case ev, ok := <-w.fw.Events:
-			if !ok {
-				return
-			}
-			if !w.relevant(ev.Name) {
+		case c := <-merged:
+			if c.Err != nil {
+				w.deliver(Change{Err: c.Err})
 				continue
 			}
-			pending[ev.Name] = true
-			w.sync()
-			if timer == nil {
-				timer = time.NewTimer(w.debounce)
-			} else {
-				timer.Reset(w.debounce)
+			roots, above := w.l.watchRoots()
+			var paths []string
+			for _, p := range c.Paths {
+				if w.relevant(p, roots, above) {
+					paths = append(paths, p)
+				}
 			}
-			fire = timer.C
-		case err, ok := <-w.fw.Errors:
-			if !ok {
-				return
+			if len(paths) == 0 {
+				continue
 			}
-			w.deliver(Change{Err: err})
-		case <-fire:
-			fire = nil
-			set := w.l.Load()
-			w.deliver(Change{Set: set, Paths: sortedKeys(pending)})
-			clear(pending)
+			sort.Strings(paths)
+			w.deliver(Change{Set: w.l.Load(), Paths: paths})
 		}
 	}
 }
@@ -175,10 +182,8 @@ func (w *Watcher) deliver(c Change) {
 
 // relevant reports whether an event on p can change the skills (or an Also
 // folder).
-func (w *Watcher) relevant(p string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.roots[p] || w.above[p] {
+func (w *Watcher) relevant(p string, roots, above map[string]bool) bool {
+	if roots[p] || above[p] {
 		return true
 	}
 	dir := filepath.Dir(p)
@@ -186,7 +191,7 @@ func (w *Watcher) relevant(p string) bool {
 		return true
 	}
 	for d := dir; ; d = filepath.Dir(d) {
-		if w.roots[d] {
+		if roots[d] {
 			return true
 		}
 		if next := filepath.Dir(d); next == d {
@@ -195,49 +200,15 @@ func (w *Watcher) relevant(p string) bool {
 	}
 }
 
-// sync brings the set of watched folders in line with what is on disk now:
-// every existing skill root and its subfolders, the nearest existing folder
-// above a root that does not exist yet, and the Also folders.
-func (w *Watcher) sync() {
-	roots, above := w.l.watchRoots()
-	want := map[string]bool{}
-	for r := range roots {
-		if isDir(r) {
-			want[r] = true
-			entries, _ := os.ReadDir(r)
-			for _, e := range entries {
-				if e.IsDir() {
-					want[filepath.Join(r, e.Name())] = true
-				}
-			}
-		}
+// externalDoors are the doors of skills folders outside the workspace.
+func (l *Loader) externalDoors() []*workspace.Workspace {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []*workspace.Workspace
+	for _, d := range l.extDoor {
+		out = append(out, d)
 	}
-	for a := range above {
-		if isDir(a) {
-			want[a] = true
-		}
-	}
-	for a := range w.also {
-		if isDir(a) {
-			want[a] = true
-		}
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.roots, w.above = roots, above
-	for d := range want {
-		if !w.watched[d] {
-			if err := w.fw.Add(d); err == nil {
-				w.watched[d] = true
-			}
-		}
-	}
-	for d := range w.watched {
-		if !want[d] {
-			_ = w.fw.Remove(d) // already gone when the folder was deleted
-			delete(w.watched, d)
-		}
-	}
+	return out
 }
 
 // watchRoots returns the absolute skill roots on disk and the folders above
@@ -268,9 +239,4 @@ func (l *Loader) watchRoots() (roots, above map[string]bool) {
 		}
 	}
 	return roots, above
-}
-
-func isDir(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.IsDir()
 }

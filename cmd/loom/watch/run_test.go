@@ -66,3 +66,63 @@ func TestWatchRerendersOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// loom watch re-renders on an edit anywhere the prompt reads from, not only
+// skills and the root: agent/prompts/, agent/dialects/, databases/, memory/.
+func TestWatchRerendersOnEveryKind(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"loom.yaml":                  "preset: analyst\n",
+		"RULES.md":                   "- Be careful.\n",
+		"agent/prompts/slack.md":     "{{ default_prompt }}\n\nSlack note.\n",
+		"agent/dialects/postgres.md": "## SQL\n\n- Quote identifiers.\n",
+		"memory/MEMORY.md":           "- Fact one.\n",
+	}
+	for rel, text := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(text), 0o644)
+	}
+	os.MkdirAll(filepath.Join(dir, "databases", "type=postgres", "database=shop"), 0o755)
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	opts := &Options{IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, Debounce: 20 * time.Millisecond}
+	opts.Flags.Dir = dir
+	opts.Flags.Channel = "slack"
+	ready := make(chan struct{})
+	opts.Ready = func() { close(ready) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, opts) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("watch ended early: %v\n%s", err, errOut)
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch never became ready")
+	}
+	for _, e := range []struct{ rel, text, want string }{
+		{"agent/prompts/slack.md", "{{ default_prompt }}\n\nSlack marker 91a.\n", "Slack marker 91a."},
+		{"agent/dialects/postgres.md", "## SQL\n\n- Dialect marker 91b.\n", "Dialect marker 91b."},
+		{"memory/MEMORY.md", "- Memory marker 91c.\n", "Memory marker 91c."},
+		{"RULES.md", "- Rules marker 91d.\n", "Rules marker 91d."},
+		{"databases/type=postgres/database=wh91e/", "", "wh91e"},
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(e.rel))
+		if strings.HasSuffix(e.rel, "/") {
+			os.MkdirAll(p, 0o755)
+		} else {
+			os.WriteFile(p, []byte(e.text), 0o644)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), e.want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no re-render after editing %s:\nstderr: %s", e.rel, errOut)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,5 +1,5 @@
 // Package watch implements `loom watch`: re-render a workspace's prompt
-// every time its skills (or its root files) change.
+// every time a file it reads changes, from the workspace's change feed.
 package watch
 
 import (
@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -28,9 +29,6 @@ type Options struct {
 	Diff  bool
 	// Debounce overrides loom.yaml's skills.debounce when set.
 	Debounce time.Duration
-	// Render renders the prompt once. Nil renders with the render flags, as
-	// `loom render` does.
-	Render func(ctx context.Context) (string, error)
 	// Ready, when set, is called once the watcher is running: tests wait on
 	// it instead of sleeping.
 	Ready func()
@@ -42,10 +40,11 @@ func NewCmdWatch(io *cmdutil.IOStreams, runF func(*Options) error) *cobra.Comman
 	opts := &Options{IO: io}
 	cmd := &cobra.Command{
 		Use:   "watch",
-		Short: "Re-render the prompt whenever the workspace's skills change",
-		Long: `Render the prompt, then watch the workspace's skill folders (and its root
-files) and render again after every change, once edits have settled for the
-debounce time (loom.yaml skills.debounce, default 300ms). Each new prompt goes
+		Short: "Re-render the prompt whenever a file it reads changes",
+		Long: `Render the prompt, then watch every file and folder the render read (the
+root files, agent/prompts/, agent/dialects/, databases/, skills/, memory/ and
+the rest) and render again after every change, once edits have settled for
+the debounce time (loom.yaml skills.debounce, default 300ms). Each new prompt goes
 to stdout; with --diff only the lines that changed, as "-" and "+" lines.
 Stop with Ctrl-C.`,
 		Args: cobra.NoArgs,
@@ -81,41 +80,37 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	lo, wo := lskills.FromConfig(cfg)
+	_, wo := lskills.FromConfig(cfg)
+	debounce := wo.Debounce
 	if opts.Debounce != 0 {
-		wo.Debounce = opts.Debounce
+		debounce = opts.Debounce
 	}
-	wo.Also = []string{".", "memory"}
-	renderFn := opts.Render
-	if renderFn == nil {
-		po, err := opts.Flags.Options()
-		if err != nil {
-			return err
-		}
-		// One builder for the whole watch, over a watched door: a
-		// re-render re-reads and re-tokenizes only the files that changed.
-		if err := ws.Watch(); err != nil {
-			fmt.Fprintf(opts.IO.ErrOut, "loom: warning: %v; checking files on each render instead\n", err)
-		}
-		defer ws.Close()
-		b := prompt.New(ws)
-		defer b.Close()
-		renderFn = func(ctx context.Context) (string, error) {
-			res, err := b.Render(ctx, po)
-			if res == nil {
-				return "", err
-			}
-			shared.PrintDiagnostics(opts.IO.ErrOut, res)
-			return res.Prompt, nil // an over-budget prompt is still shown
-		}
-	}
-	w, err := lskills.Watch(lskills.New(ws, lo), wo)
+	po, err := opts.Flags.Options()
 	if err != nil {
 		return err
 	}
-	defer w.Close()
+	// One builder for the whole watch, over the workspace's change feed:
+	// the feed reports an edit to any file the render read (the root,
+	// agent/prompts/, agent/dialects/, databases/, skills/, memory/...), and
+	// a re-render re-reads and re-tokenizes only the files that changed.
+	feed, cancel, err := ws.Subscribe(debounce)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	defer cancel()
+	b := prompt.New(ws)
+	defer b.Close()
+	render := func(ctx context.Context) (string, error) {
+		res, err := b.Render(ctx, po)
+		if res == nil {
+			return "", err
+		}
+		shared.PrintDiagnostics(opts.IO.ErrOut, res)
+		return res.Prompt, nil // an over-budget prompt is still shown
+	}
 
-	prev, err := renderFn(ctx)
+	prev, err := render(ctx)
 	if err != nil {
 		return err
 	}
@@ -127,21 +122,19 @@ func Run(ctx context.Context, opts *Options) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case c, ok := <-w.Changes():
+		case c, ok := <-feed:
 			if !ok {
 				return nil
 			}
 			if c.Err != nil {
-				fmt.Fprintf(opts.IO.ErrOut, "loom: watch: %v\n", c.Err)
-				continue
+				return fmt.Errorf("watch: %w", c.Err)
 			}
-			cmdutil.PrintDiagnostics(opts.IO.ErrOut, onlyErrors(c.Set.Diagnostics))
-			next, err := renderFn(ctx)
+			next, err := render(ctx)
 			if err != nil {
 				fmt.Fprintf(opts.IO.ErrOut, "loom: %v\n", err)
 				continue
 			}
-			fmt.Fprintf(opts.IO.ErrOut, "loom: changed: %s\n", strings.Join(c.Paths, ", "))
+			fmt.Fprintf(opts.IO.ErrOut, "loom: changed: %s\n", changedNames(ws.Root(), c.Paths))
 			if opts.Diff {
 				d := Diff(prev, next)
 				if d == "" {
@@ -156,14 +149,17 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 }
 
-func onlyErrors(ds workspace.Diagnostics) []workspace.Diagnostic {
-	var out []workspace.Diagnostic
-	for _, d := range ds {
-		if d.Severity == workspace.Error {
-			out = append(out, d)
+// changedNames lists paths relative to root, quoted where they hold
+// control characters.
+func changedNames(root string, paths []string) string {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		if rel, err := filepath.Rel(root, p); err == nil {
+			p = filepath.ToSlash(rel)
 		}
+		names[i] = workspace.QuotePath(p)
 	}
-	return out
+	return strings.Join(names, ", ")
 }
 
 func writeText(w io.Writer, s string) {
