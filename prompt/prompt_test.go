@@ -36,6 +36,21 @@ func write(t *testing.T, files map[string]string) string {
 	return dir
 }
 
+// copyTree copies a shared test workspace to a temporary folder: a render
+// writes loom's built-in skills into the workspace, and shared data must stay
+// as it is.
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	if _, err := os.Stat(src); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "ws")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
 func render(t *testing.T, dir string, opts prompt.Options) *prompt.Result {
 	t.Helper()
 	if opts.GOOS == "" {
@@ -61,7 +76,7 @@ func hasDiag(res *prompt.Result, path, substr string) bool {
 }
 
 func TestNanobotWorkspace(t *testing.T) {
-	res := render(t, "../../shared/testdata/workspaces/nanobot", prompt.Options{})
+	res := render(t, copyTree(t, "../../shared/testdata/workspaces/nanobot"), prompt.Options{})
 	if res.Report.Preset != prompt.Assistant {
 		t.Fatalf("preset %s, want assistant (no loom.yaml, no databases/ or RULES.md)", res.Report.Preset)
 	}
@@ -96,7 +111,7 @@ func TestNanobotWorkspace(t *testing.T) {
 func TestNaoProject(t *testing.T) {
 	for _, name := range []string{"getnao-example", "nao_demo-example"} {
 		t.Run(name, func(t *testing.T) {
-			res := render(t, "../../shared/testdata/workspaces/nao/"+name, prompt.Options{})
+			res := render(t, copyTree(t, "../../shared/testdata/workspaces/nao/"+name), prompt.Options{})
 			if res.Report.Preset != prompt.Analyst {
 				t.Fatalf("preset %s", res.Report.Preset)
 			}

@@ -1,10 +1,16 @@
 package skills
 
 import (
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/workspace"
 )
 
 // nao names a flat skill by its frontmatter name; the file name is the
@@ -85,5 +91,65 @@ func TestDescriptionCutAtCommentWarns(t *testing.T) {
 	txt := md.String(set.Summary(PromptOptions{}))
 	if strings.Contains(txt, "<description/>") || !strings.Contains(txt, "<description>bare</description>") {
 		t.Errorf("a skill without a description must be described by its name:\n%s", txt)
+	}
+}
+
+// Built-in skills are listed where the agent can read them: written once
+// into .loom/builtin/, rewritten only when changed; inlined when the
+// workspace is not a folder on disk.
+func TestBuiltinSkillsHaveAReadableLocation(t *testing.T) {
+	dir := t.TempDir()
+	ws := openWS(t, dir)
+	set := New(ws, Options{}).Load()
+	sk, ok := set.Get("plan-task")
+	if !ok {
+		t.Fatal("no plan-task")
+	}
+	if sk.Location != ".loom/builtin/plan-task/SKILL.md" {
+		t.Fatalf("location %q", sk.Location)
+	}
+	p := filepath.Join(dir, ".loom/builtin/plan-task/SKILL.md")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded, _ := fs.ReadFile(builtinFS, "builtin/plan-task/SKILL.md")
+	if string(data) != string(embedded) {
+		t.Error("the written file differs from the built-in")
+	}
+	before, _ := os.Stat(p)
+	New(openWS(t, dir), Options{}).Load() // a new process: unchanged file, no write
+	after, _ := os.Stat(p)
+	if !os.SameFile(before, after) {
+		t.Error("an unchanged built-in file was written again")
+	}
+	if err := os.WriteFile(p, []byte("tampered"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	New(openWS(t, dir), Options{}).Load()
+	if data, _ := os.ReadFile(p); string(data) != string(embedded) {
+		t.Error("a changed built-in file was not restored")
+	}
+
+	// No file access: the text goes into the prompt.
+	mem := New(workspace.OpenFS(fstest.MapFS{"AGENTS.md": {Data: []byte("x")}}), Options{}).Load()
+	txt := md.String(mem.Summary(PromptOptions{}))
+	if !strings.Contains(txt, "<content>") || strings.Contains(txt, "<location>builtin/") {
+		t.Errorf("in-memory workspace:\n%s", txt)
+	}
+}
+
+func TestBuiltinsOff(t *testing.T) {
+	cfg, err := config.Parse("loom.yaml", []byte("skills:\n  builtin: false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, _ := FromConfig(cfg)
+	set := load(t, map[string]string{"skills/mine/SKILL.md": skillMD("mine", "d")}, opts)
+	if _, ok := set.Get("plan-task"); ok {
+		t.Error("skills.builtin: false kept the built-in skills")
+	}
+	if _, ok := set.Get("mine"); !ok {
+		t.Error("skills.builtin: false dropped the workspace's skills")
 	}
 }

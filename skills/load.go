@@ -91,6 +91,10 @@ type Loader struct {
 
 	parses atomic.Int64 // files parsed, for tests
 
+	// written maps a built-in skill's file in BuiltinDir to the text it
+	// holds, once checked or written in this Loader's life.
+	written map[string]string
+
 	// bins remembers PATH searches across loads, for as long as PATH is
 	// unchanged and for at most binsFresh, so a warm load costs no
 	// syscalls for them while a newly installed program is seen soon.
@@ -104,7 +108,7 @@ const binsFresh = 2 * time.Second
 
 // New returns a loader for ws.
 func New(ws *workspace.Workspace, opts Options) *Loader {
-	l := &Loader{ws: ws, opts: opts, extDoor: map[string]*workspace.Workspace{}, cache: map[string]cacheEntry{}}
+	l := &Loader{ws: ws, opts: opts, extDoor: map[string]*workspace.Workspace{}, cache: map[string]cacheEntry{}, written: map[string]string{}}
 	if !opts.NoBuiltins {
 		fsys := opts.Builtins
 		if fsys == nil {
@@ -278,6 +282,9 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		if s == nil {
 			continue
 		}
+		if r.source == SourceBuiltin && s.Status != StatusBroken {
+			l.materialize(s)
+		}
 		if r.source == SourceWorkspace && s.Status != StatusBroken && starter.IsUntouched(jobs[i].rel, s.raw) {
 			diags.Add(workspace.Warning, s.Path, 0, "skill.untouched-template", "left out: still loom's starter template")
 			continue
@@ -441,4 +448,40 @@ func usableName(n string) bool {
 		}
 	}
 	return true
+}
+
+// BuiltinDir is the workspace folder that loom's built-in skills are
+// written to, so that an agent told to read one finds a real file.
+const BuiltinDir = ".loom/builtin"
+
+// materialize gives a built-in skill a location the agent can read: its
+// file is written to BuiltinDir/<name>/SKILL.md (atomically, and only when
+// missing or different), and the skill is shown there. A workspace that is
+// not a folder on disk, or one that cannot be written, gets the skill's
+// text inlined in the prompt instead.
+func (l *Loader) materialize(s *Skill) {
+	if l.ws.Root() == "" {
+		s.Inline = true
+		return
+	}
+	rel := path.Join(BuiltinDir, s.Name, FileName)
+	if l.written[rel] != s.raw {
+		cur, err := l.ws.ReadFile(rel)
+		if err != nil || string(cur) != s.raw {
+			err = l.ws.MkdirAll(path.Dir(rel), 0o755)
+			if err == nil {
+				err = l.ws.WriteFile(rel, []byte(s.raw), 0o644)
+			}
+			if err != nil {
+				s.Inline = true
+				s.Diagnostics.Add(workspace.Warning, s.Path, 0, "skill.builtin-write", "could not write %s (%s); the skill's text is put in the prompt instead", rel, workspace.RefusalMessage(err))
+				return
+			}
+		}
+		l.written[rel] = s.raw
+	}
+	s.Location = rel
+	if l.opts.AbsolutePaths {
+		s.Location = l.ws.Abs(rel)
+	}
 }

@@ -96,7 +96,11 @@ func (s *Set) Summary(opts PromptOptions) md.Node {
 		children := []md.Node{
 			md.XML("name", nil, md.Text(sk.Name)),
 			md.XML("description", nil, md.Text(describe(sk))),
-			md.XML("location", nil, md.Text(sk.Location)),
+		}
+		if sk.Inline {
+			children = append(children, md.XML("content", nil, md.Text(sk.Body)))
+		} else {
+			children = append(children, md.XML("location", nil, md.Text(sk.Location)))
 		}
 		if !sk.Available {
 			children = append(children, md.XML("requires", nil, md.Text(sk.MissingText())))
@@ -126,7 +130,8 @@ func (s *Set) Listing(opts PromptOptions) md.Node {
 		entries[i] = entryScope(sk, opts.Priority-i, md.Group{
 			md.Title(min(lv+1, 6), md.Raw("Skill: "), md.Text(sk.Name)),
 			md.P(md.Bold(md.Raw("Description:")), md.Raw(" "), md.Text(describe(sk))),
-			md.P(md.Bold(md.Raw("Location:")), md.Raw(" "), md.Code(sk.Location)),
+			md.If(!sk.Inline, md.P(md.Bold(md.Raw("Location:")), md.Raw(" "), md.Code(sk.Location))),
+			md.If(sk.Inline, md.Text(sk.Body)),
 			md.If(!sk.Available, md.P(md.Bold(md.Raw("Needs:")), md.Raw(" "), md.Text(sk.MissingText()))),
 		})
 	}

@@ -43,8 +43,14 @@ type Skill struct {
 	// builtin/<name>/SKILL.md for a built-in skill.
 	Path string `json:"path"`
 	// Location is the path shown to the model. It equals Path, except that
-	// workspace skills are absolute when Options.AbsolutePaths is set.
-	Location    string      `json:"location"`
+	// workspace skills are absolute when Options.AbsolutePaths is set, and
+	// that a built-in skill is shown where it was written in the workspace,
+	// .loom/builtin/<name>/SKILL.md.
+	Location string `json:"location"`
+	// Inline is set for a built-in skill that has no file the agent could
+	// read (the workspace is not a folder on disk, or cannot be written):
+	// the prompt then carries its text.
+	Inline      bool        `json:"inline,omitempty"`
 	Frontmatter Frontmatter `json:"frontmatter"`
 	// Body is the file after the frontmatter, trimmed.
 	Body      string   `json:"-"`
