@@ -1,12 +1,9 @@
 package memory
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
 
-	"github.com/loomctx/loom/internal/atomicfile"
 	"github.com/loomctx/loom/workspace"
 )
 
@@ -30,35 +27,28 @@ func ReadMemoryFile(ws *workspace.Workspace, diags *workspace.Diagnostics) (text
 	return f.Text, true
 }
 
-// WriteMemoryFile replaces memory/MEMORY.md under the workspace folder root
-// with text, atomically: a reader sees the old file or the new one, never
-// a part. The memory folder is created if needed.
-func WriteMemoryFile(root, text string) error {
-	path := filepath.Join(root, filepath.FromSlash(MemoryFile))
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+// WriteMemoryFile replaces memory/MEMORY.md in ws with text, atomically
+// and through the door: a reader sees the old file or the new one, never a
+// part; no symlink is followed; the memory folder is created 0700 and the
+// file 0600 if needed; text over the workspace's max_file_size is refused.
+func WriteMemoryFile(ws *workspace.Workspace, text string) error {
+	if err := ws.MkdirAll(path.Dir(MemoryFile), 0o700); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(path, []byte(text), 0o600); err != nil {
-		return fmt.Errorf("%s: %w", MemoryFile, err)
-	}
-	return nil
+	return ws.WriteFile(MemoryFile, []byte(text), 0o600)
 }
 
-// AppendHistory adds entry to memory/HISTORY.md under the workspace folder
-// root. The entry loses trailing white space and gains a blank line, and
-// goes to the file in one O_APPEND write, so concurrent writers never
+// AppendHistory adds entry to memory/HISTORY.md in ws, through the door.
+// The entry loses trailing white space and gains a blank line, and goes to
+// the file in one O_APPEND|O_NOFOLLOW write, so concurrent writers never
 // interleave. An empty entry is not written.
-func AppendHistory(root, entry string) error {
+func AppendHistory(ws *workspace.Workspace, entry string) error {
 	entry = strings.TrimRight(entry, " \t\r\n")
 	if entry == "" {
 		return nil
 	}
-	path := filepath.Join(root, filepath.FromSlash(HistoryFile))
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := ws.MkdirAll(path.Dir(HistoryFile), 0o700); err != nil {
 		return err
 	}
-	if err := atomicfile.Append(path, []byte(entry+"\n\n"), 0o600); err != nil {
-		return fmt.Errorf("%s: %w", HistoryFile, err)
-	}
-	return nil
+	return ws.AppendFile(HistoryFile, []byte(entry+"\n\n"), 0o600)
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,13 +24,13 @@ func TestMemoryFile(t *testing.T) {
 		t.Errorf("missing MEMORY.md = %q, %v, %v; want quiet absence", text, ok, diags)
 	}
 	want := "# Long-term Memory\n\n- The user is Alex.\n"
-	if err := WriteMemoryFile(root, want); err != nil {
+	if err := WriteMemoryFile(ws, want); err != nil {
 		t.Fatal(err)
 	}
 	if text, ok := ReadMemoryFile(ws, &diags); !ok || text != want {
 		t.Errorf("MEMORY.md = %q, %v; want %q", text, ok, want)
 	}
-	if err := WriteMemoryFile(root, "# Long-term Memory\r\n\r\n- Now CRLF.\r\n"); err != nil {
+	if err := WriteMemoryFile(ws, "# Long-term Memory\r\n\r\n- Now CRLF.\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	if text, _ := ReadMemoryFile(ws, &diags); text != "# Long-term Memory\n\n- Now CRLF.\n" {
@@ -55,6 +56,7 @@ func TestMemoryFile(t *testing.T) {
 
 func TestAppendHistoryConcurrent(t *testing.T) {
 	root := t.TempDir()
+	ws := openWorkspace(t, root)
 	const writers, each = 8, 1000
 	entry := func(w, i int) string {
 		// Entries of varied length, some past a pipe buffer, some non-ASCII.
@@ -64,7 +66,7 @@ func TestAppendHistoryConcurrent(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
-				if err := AppendHistory(root, entry(w, i)+"\n  \n"); err != nil {
+				if err := AppendHistory(ws, entry(w, i)+"\n  \n"); err != nil {
 					t.Error(err)
 					return
 				}
@@ -99,7 +101,7 @@ func TestAppendHistoryConcurrent(t *testing.T) {
 	if len(seen) != writers*each {
 		t.Errorf("%d distinct entries, want %d", len(seen), writers*each)
 	}
-	if err := AppendHistory(root, " \n\t"); err != nil || len(mustRead(t, filepath.Join(root, "memory", "HISTORY.md"))) != len(data) {
+	if err := AppendHistory(ws, " \n\t"); err != nil || len(mustRead(t, filepath.Join(root, "memory", "HISTORY.md"))) != len(data) {
 		t.Errorf("an empty entry changed the file")
 	}
 }
@@ -119,10 +121,11 @@ func TestMemoryFilesPrivate(t *testing.T) {
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	root := t.TempDir()
-	if err := WriteMemoryFile(root, "# Memory\n"); err != nil {
+	ws := openWorkspace(t, root)
+	if err := WriteMemoryFile(ws, "# Memory\n"); err != nil {
 		t.Fatal(err)
 	}
-	if err := AppendHistory(root, "[2026-03-01] something"); err != nil {
+	if err := AppendHistory(ws, "[2026-03-01] something"); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]os.FileMode{"memory": 0o700, MemoryFile: 0o600, HistoryFile: 0o600} {
@@ -133,5 +136,50 @@ func TestMemoryFilesPrivate(t *testing.T) {
 		if st.Mode().Perm() != want {
 			t.Errorf("%s is %o, want %o", name, st.Mode().Perm(), want)
 		}
+	}
+}
+
+func openWorkspace(t *testing.T, root string) *workspace.Workspace {
+	t.Helper()
+	ws, err := workspace.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+// The memory files are written through the door: a symlinked memory/
+// folder, MEMORY.md or HISTORY.md is refused, and nothing outside changes.
+func TestMemoryFilesRefuseSymlinks(t *testing.T) {
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "victim.md")
+	os.WriteFile(victim, []byte("keep\n"), 0o644)
+
+	root := t.TempDir()
+	ws := openWorkspace(t, root)
+	os.Symlink(outside, filepath.Join(root, "memory"))
+	if err := WriteMemoryFile(ws, "x\n"); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("WriteMemoryFile through a symlinked memory/ = %v", err)
+	}
+	if err := AppendHistory(ws, "x"); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("AppendHistory through a symlinked memory/ = %v", err)
+	}
+
+	root2 := t.TempDir()
+	ws2 := openWorkspace(t, root2)
+	os.Mkdir(filepath.Join(root2, "memory"), 0o700)
+	os.Symlink(victim, filepath.Join(root2, "memory", "MEMORY.md"))
+	os.Symlink(victim, filepath.Join(root2, "memory", "HISTORY.md"))
+	if err := WriteMemoryFile(ws2, "x\n"); !errors.Is(err, workspace.ErrSymlink) {
+		t.Errorf("WriteMemoryFile over a symlink = %v", err)
+	}
+	if err := AppendHistory(ws2, "x"); !errors.Is(err, workspace.ErrSymlink) {
+		t.Errorf("AppendHistory over a symlink = %v", err)
+	}
+	if got, _ := os.ReadFile(victim); string(got) != "keep\n" {
+		t.Errorf("outside file changed: %q", got)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 1 {
+		t.Errorf("outside folder gained files: %v", ents)
 	}
 }

@@ -27,24 +27,27 @@ type WorkspaceFiles struct {
 	WS *workspace.Workspace
 }
 
-// ReadMemory implements Files.
+// ReadMemory implements Files. It reads the disk, not the door's cache,
+// since its result is about to be rewritten: a watched door may not have
+// heard of another process's write yet.
 func (f WorkspaceFiles) ReadMemory() (string, error) {
-	file, err := f.WS.Load(memory.MemoryFile)
+	data, err := f.WS.ReadFile(memory.MemoryFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	return file.Text, nil
+	text, _ := workspace.Normalize(data)
+	return text, nil
 }
 
 // WriteMemory implements Files.
 func (f WorkspaceFiles) WriteMemory(text string) error {
-	return memory.WriteMemoryFile(f.WS.Root(), text)
+	return memory.WriteMemoryFile(f.WS, text)
 }
 
 // AppendHistory implements Files.
 func (f WorkspaceFiles) AppendHistory(entry string) error {
-	return memory.AppendHistory(f.WS.Root(), entry)
+	return memory.AppendHistory(f.WS, entry)
 }
