@@ -99,6 +99,9 @@ func (db *DB) Memory(workspace string, opts ...MemoryOption) *Memories {
 	return s
 }
 
+// Workspace is the name the store's rows are kept under.
+func (s *Memories) Workspace() string { return s.workspace }
+
 // Close stops the store's cache from listening. It does not close the DB.
 func (s *Memories) Close() error {
 	s.off()

@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -83,6 +85,20 @@ var migrations = []string{
 		content   text NOT NULL,
 		PRIMARY KEY (workspace, user_id, name)
 	);`,
+}
+
+// WorkspaceKey is the name a workspace's rows are kept under: the value
+// of LOOM_PG_WORKSPACE when the operator sets it (replicas that mount the
+// workspace at different paths set the same name), else the folder's
+// absolute path.
+func WorkspaceKey(root string) string {
+	if v := os.Getenv("LOOM_PG_WORKSPACE"); v != "" {
+		return v
+	}
+	if abs, err := filepath.Abs(root); err == nil {
+		return abs
+	}
+	return filepath.Clean(root)
 }
 
 // SchemaVersion is the number of migrations this loom knows.

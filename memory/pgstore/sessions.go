@@ -270,3 +270,27 @@ func unlock(done *bool, conn *pgxpool.Conn, workspace, key string) {
 	}
 	conn.Release()
 }
+
+// MemoryFile is one memory file kept in the database.
+type MemoryFile struct {
+	User    string // "" for the workspace's own
+	Name    string // MemoryFileName or HistoryFileName
+	Content string
+}
+
+// Files returns every memory file of the workspace, by user then name.
+func (s *Sessions) Files(ctx context.Context) ([]MemoryFile, error) {
+	rows, err := s.db.pool.Query(ctx, `SELECT user_id, name, content FROM loom_memory_files WHERE workspace = $1 ORDER BY user_id, name`, s.workspace)
+	if err != nil {
+		return nil, fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (MemoryFile, error) {
+		var f MemoryFile
+		err := r.Scan(&f.User, &f.Name, &f.Content)
+		return f, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
+	}
+	return out, nil
+}

@@ -3,16 +3,20 @@
 package memory
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/memory/pgstore"
 	"github.com/loomctx/loom/workspace"
 )
 
@@ -39,6 +43,15 @@ type Options struct {
 	// import
 	File string
 
+	// export: where to write the memory files kept in PostgreSQL
+	FilesDir string
+
+	// Store is "sqlite" (the default) or "postgres"; DSNEnv names the
+	// variable holding the PostgreSQL DSN. Both are the operator's
+	// choice (flags or LOOM_MEMORY_STORE), never loom.yaml's alone.
+	Store  string
+	DSNEnv string
+
 	// Now stamps new memories; nil means time.Now. Tests set it.
 	Now memory.Option
 }
@@ -57,11 +70,24 @@ workspace) and the chat it came from. Nothing is ever deleted: a memory that
 is superseded or forgotten stays listable with --all.
 
 Categories come from loom.yaml's memory.categories, in priority order; the
-default is global_rule, then personal_fact.`,
+default is global_rule, then personal_fact.
+
+Scope: a memory with no user is workspace-wide and enters every user's
+prompt; one with --user U is U's alone. A memory may supersede only a memory
+of its own scope, so replacing a workspace-wide rule takes an add with no
+--user; automatic extraction for a user never replaces a workspace-wide or
+another user's memory.
+
+With --store postgres (or LOOM_MEMORY_STORE=postgres) the memories live in
+PostgreSQL, shared by every replica: the DSN is read from the variable
+--dsn-env names (LOOM_PG_DSN by default) and never printed, and the workspace
+is keyed by its absolute path unless LOOM_PG_WORKSPACE names it.`,
 		Args: cobra.NoArgs,
 	}
 	sub := func(name string, c *cobra.Command, opts *Options, run func(*Options) error) {
 		c.Flags().StringVarP(&opts.Dir, "workspace", "w", ".", "workspace folder")
+		c.Flags().StringVar(&opts.Store, "store", "", "sqlite or postgres (default: $LOOM_MEMORY_STORE, else sqlite)")
+		c.Flags().StringVar(&opts.DSNEnv, "dsn-env", "LOOM_PG_DSN", "environment variable holding the PostgreSQL DSN (with --store postgres)")
 		c.RunE = func(c *cobra.Command, args []string) error {
 			switch name {
 			case "add":
@@ -127,11 +153,18 @@ is an error naming its line number, and then nothing from the file is imported.`
 	}, importOpts, importRun)
 
 	exportOpts := &Options{IO: io}
-	sub("export", &cobra.Command{
+	export := &cobra.Command{
 		Use:   "export",
 		Short: "Write every memory as JSON Lines, oldest first",
-		Args:  cobra.NoArgs,
-	}, exportOpts, exportRun)
+		Long: `Write every memory as JSON Lines, oldest first, to standard output.
+
+With --store postgres, --files DIR also writes the memory files kept in the
+database: DIR/MEMORY.md and DIR/HISTORY.md for the workspace, and
+DIR/users/<user>/ for each user's own.`,
+		Args: cobra.NoArgs,
+	}
+	export.Flags().StringVar(&exportOpts.FilesDir, "files", "", "with --store postgres: also write MEMORY.md and HISTORY.md into this folder")
+	sub("export", export, exportOpts, exportRun)
 	cmd.AddCommand(newCmdConsolidate(io, nil))
 	return cmd
 }
@@ -150,6 +183,7 @@ func joinArgs(args []string) string {
 // workspaceMemory is what the subcommands need from a workspace: its
 // categories and where its database is.
 type workspaceMemory struct {
+	root   string
 	cats   []memory.Category
 	dbPath string
 }
@@ -169,7 +203,7 @@ func load(dir string) (*workspaceMemory, error) {
 	if err != nil {
 		return nil, err
 	}
-	wm := &workspaceMemory{cats: memory.DefaultCategories, dbPath: dbPath}
+	wm := &workspaceMemory{root: ws.Root(), cats: memory.DefaultCategories, dbPath: dbPath}
 	if len(cfg.Memory.Categories) > 0 {
 		wm.cats = make([]memory.Category, len(cfg.Memory.Categories))
 		for i, c := range cfg.Memory.Categories {
@@ -179,9 +213,21 @@ func load(dir string) (*workspaceMemory, error) {
 	return wm, nil
 }
 
-// open opens the database, creating it unless ifExists; with ifExists and
-// no database it returns nil.
-func (wm *workspaceMemory) open(opts *Options, ifExists bool) (*memory.SQLite, error) {
+// open opens the store, creating a SQLite database unless ifExists; with
+// ifExists and no SQLite database it returns nil. The returned store's
+// Close also closes what it opened.
+func (wm *workspaceMemory) open(opts *Options, ifExists bool) (memory.Store, error) {
+	switch storeKind(opts) {
+	case "sqlite":
+	case "postgres":
+		db, err := openPG(opts)
+		if err != nil {
+			return nil, err
+		}
+		return pgMemory{db.Memory(pgstore.WorkspaceKey(wm.root), pgstore.WithCategories(wm.cats)), db}, nil
+	default:
+		return nil, cmdutil.FlagErrorf("--store %q: use sqlite or postgres", opts.Store)
+	}
 	o := []memory.Option{memory.WithCategories(wm.cats)}
 	if opts.Now != nil {
 		o = append(o, opts.Now)
@@ -193,12 +239,52 @@ func (wm *workspaceMemory) open(opts *Options, ifExists bool) (*memory.SQLite, e
 	} else if err := os.MkdirAll(filepath.Dir(wm.dbPath), 0o700); err != nil {
 		return nil, err
 	}
-	return memory.OpenSQLite(wm.dbPath, o...)
+	s, err := memory.OpenSQLite(wm.dbPath, o...)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func storeKind(opts *Options) string {
+	if opts.Store != "" {
+		return opts.Store
+	}
+	if v := os.Getenv("LOOM_MEMORY_STORE"); v != "" {
+		return v
+	}
+	return "sqlite"
+}
+
+// openPG connects with the DSN from the operator's variable.
+func openPG(opts *Options) (*pgstore.DB, error) {
+	name := opts.DSNEnv
+	if name == "" {
+		name = "LOOM_PG_DSN"
+	}
+	dsn := os.Getenv(name)
+	if dsn == "" {
+		return nil, fmt.Errorf("--store postgres: $%s is empty; set it to the PostgreSQL DSN", name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return pgstore.Open(ctx, dsn, pgstore.WithoutListen(), pgstore.WithMaxConns(4))
+}
+
+// pgMemory closes its DB with the store.
+type pgMemory struct {
+	*pgstore.Memories
+	db *pgstore.DB
+}
+
+func (p pgMemory) Close() error {
+	p.Memories.Close()
+	return p.db.Close()
 }
 
 // openStore loads the workspace's memory settings and opens its store. With
 // ifExists, a workspace without a store gives a nil store and no error.
-func openStore(opts *Options, ifExists bool) (*memory.SQLite, error) {
+func openStore(opts *Options, ifExists bool) (memory.Store, error) {
 	wm, err := load(opts.Dir)
 	if err != nil {
 		return nil, err

@@ -8,12 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/internal/atomicfile"
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/memory/pgstore"
 	"github.com/loomctx/loom/workspace"
 )
 
@@ -186,6 +191,9 @@ func parseJSONL(name string, data []byte) (ms []memory.Memory, lines []int, err 
 }
 
 func exportRun(opts *Options) error {
+	if opts.FilesDir != "" && storeKind(opts) != "postgres" {
+		return cmdutil.FlagErrorf("--files needs --store postgres: with SQLite the memory files already are files, in the workspace's memory/ folder")
+	}
 	s, err := openStore(opts, true)
 	if err != nil || s == nil {
 		return err
@@ -196,7 +204,39 @@ func exportRun(opts *Options) error {
 		return err
 	}
 	slices.Reverse(ms) // oldest first, so an import keeps the order
-	return writeJSONL(opts.IO.Out, ms)
+	if err := writeJSONL(opts.IO.Out, ms); err != nil {
+		return err
+	}
+	if opts.FilesDir == "" {
+		return nil
+	}
+	pg := s.(pgMemory)
+	files, err := pg.db.Sessions(pg.Workspace()).Files(context.Background())
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if f.Name != pgstore.MemoryFileName && f.Name != pgstore.HistoryFileName {
+			continue
+		}
+		dir := opts.FilesDir
+		if f.User != "" {
+			name := url.PathEscape(f.User)
+			if name == "." || name == ".." {
+				return fmt.Errorf("user %q: cannot be a folder name", f.User)
+			}
+			dir = filepath.Join(dir, "users", name)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		path := filepath.Join(dir, f.Name)
+		if err := atomicfile.WriteFile(path, []byte(f.Content), 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "wrote %s\n", path)
+	}
+	return nil
 }
 
 func writeJSONL(out io.Writer, ms []memory.Memory) error {

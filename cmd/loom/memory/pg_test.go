@@ -1,0 +1,72 @@
+package memory
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loomctx/loom/internal/testenv"
+	"github.com/loomctx/loom/memory/pgstore"
+)
+
+// The subcommands work the same on PostgreSQL, chosen by the operator's
+// flag, with the DSN from the named variable; export --files writes the
+// memory files kept in the database.
+func TestPostgresStore(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	t.Setenv("LOOM_PG_DSN_TEST", dsn)
+	t.Setenv("LOOM_PG_WORKSPACE", "cmdtest/"+t.Name()+"/"+time.Now().Format(time.RFC3339Nano))
+	ws := t.TempDir()
+	pg := []string{"-w", ws, "--store", "postgres", "--dsn-env", "LOOM_PG_DSN_TEST"}
+	a := strings.TrimSpace(mustRun(t, append([]string{"add"}, append(pg, "Respond in French")...)...))
+	mustRun(t, append([]string{"add", "--supersedes", a}, append(pg, "Respond in German")...)...)
+	_, _, err := run(t, append([]string{"add", "--user", "alex", "--supersedes", a}, append(pg, "x")...)...)
+	if err == nil || !strings.Contains(err.Error(), "already superseded") {
+		t.Errorf("second supersede: err = %v", err)
+	}
+	out := mustRun(t, append([]string{"list"}, pg...)...)
+	if !strings.Contains(out, "Respond in German.") || strings.Contains(out, "French") {
+		t.Errorf("list:\n%s", out)
+	}
+	exported := mustRun(t, append([]string{"export"}, pg...)...)
+	if n := strings.Count(exported, "\n"); n != 2 {
+		t.Errorf("export has %d lines:\n%s", n, exported)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".loom")); !os.IsNotExist(err) {
+		t.Errorf("a postgres run made .loom in the workspace: %v", err)
+	}
+
+	// The memory files kept beside the sessions come out as files.
+	db, err := pgstore.Open(context.Background(), dsn, pgstore.WithoutListen())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := db.Sessions(pgstore.WorkspaceKey(ws))
+	if err := s.Consolidate(context.Background(), "k", 0, 0, pgstore.MemoryFiles{Memory: "# Memory\n", HistoryAppend: "[entry]\n\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Consolidate(context.Background(), "k", 0, 0, pgstore.MemoryFiles{User: "../alex", Memory: "# Alex\n"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mustRun(t, append([]string{"export", "--files", dir}, pg...)...)
+	for name, want := range map[string]string{"MEMORY.md": "# Memory\n", "HISTORY.md": "[entry]\n\n", "users/..%2Falex/MEMORY.md": "# Alex\n"} {
+		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+
+	// Without the variable, a clear error that names it.
+	t.Setenv("LOOM_PG_DSN_TEST", "")
+	if _, _, err := run(t, append([]string{"list"}, pg...)...); err == nil || !strings.Contains(err.Error(), "LOOM_PG_DSN_TEST") {
+		t.Errorf("missing DSN: err = %v", err)
+	}
+	if _, _, err := run(t, "export", "-w", ws, "--files", dir); err == nil {
+		t.Errorf("--files with SQLite accepted")
+	}
+}
