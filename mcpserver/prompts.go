@@ -87,7 +87,7 @@ func (s *Server) getSkill(name string) mcp.PromptHandler {
 		if len(msg) > maxArg {
 			return nil, fmt.Errorf("argument message: longer than %d bytes", maxArg)
 		}
-		set, err := s.b().Skills()
+		set, err := s.skills()
 		if err != nil {
 			return nil, err
 		}

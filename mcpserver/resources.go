@@ -110,7 +110,7 @@ func (s *Server) readSkill(ctx context.Context, req *mcp.ReadResourceRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	set, err := s.b().Skills()
+	set, err := s.skills()
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
 )
 
@@ -57,8 +58,14 @@ type Server struct {
 	synced   bool                   // a sync has run
 	notified func(kind, uri string) // test hook: a notification was sent
 
+	setMu  sync.Mutex
+	set    *skills.Set
+	setGen uint64
+	setAt  time.Time
+
 	storeMu sync.Mutex
 	store   *memory.SQLite
+	lists   []*listCache
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -136,6 +143,33 @@ func (s *Server) b() *prompt.Builder { return s.bp.Load() }
 func (s *Server) memoryChanged() {
 	old := s.bp.Swap(prompt.New(s.ws))
 	time.AfterFunc(30*time.Second, func() { old.Close() })
+}
+
+// setFresh bounds how long a loaded skill set is reused while the watched
+// workspace is unchanged, so that availability (a program installed on PATH)
+// is looked at again soon, as the prompt builder does.
+const setFresh = 2 * time.Second
+
+// skills returns the workspace's skills. While the door watches and nothing
+// changed, the last set is reused for up to setFresh without loading.
+func (s *Server) skills() (*skills.Set, error) {
+	b := s.b()
+	s.setMu.Lock()
+	if s.set != nil && s.ws.Watching() && s.setGen == s.ws.Generation() && time.Since(s.setAt) < setFresh {
+		set := s.set
+		s.setMu.Unlock()
+		return set, nil
+	}
+	s.setMu.Unlock()
+	gen := s.ws.Generation()
+	set, err := b.Skills()
+	if err != nil {
+		return nil, err
+	}
+	s.setMu.Lock()
+	s.set, s.setGen, s.setAt = set, gen, time.Now()
+	s.setMu.Unlock()
+	return set, nil
 }
 
 // MCP returns the SDK server, for a caller that connects its own transport.

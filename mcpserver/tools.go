@@ -106,8 +106,14 @@ func fieldError(field, format string, args ...any) error {
 
 func (s *Server) addTools() {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "remember", Description: "Store a memory in the workspace's memory store; it enters later system prompts."}, s.remember)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "recall", Description: "List stored memories, newest first, filtered by user, category or text.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, s.recall)
+	// recall declares no output schema: the SDK would validate every
+	// answer against it, which costs more than the recall itself on a
+	// large store. The answer is RecallOutput.
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "recall", Description: "List stored memories, newest first, filtered by user, category or text. Returns {memories: [{id, category, content, user, chat, created_at, superseded_by, forgotten}], matched}.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(ctx context.Context, req *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, any, error) {
+		r, out, err := s.recall(ctx, req, in)
+		return r, out, err
+	})
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "forget", Description: "Forget a memory by id; it no longer enters prompts."}, s.forget)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "render_prompt", Description: "Render the workspace's system prompt with the given options; returns the prompt and its report.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, s.renderPrompt)
@@ -198,6 +204,7 @@ func (s *Server) remember(ctx context.Context, _ *mcp.CallToolRequest, in Rememb
 		}
 		return nil, out, err
 	}
+	s.dropLists()
 	s.changed(ctx)
 	out.Memory = ms[0]
 	return nil, out, nil
@@ -235,16 +242,16 @@ func (s *Server) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallIn
 		q.User = s.opts.User
 		q.AllUsers = s.opts.User == ""
 	}
-	ms, err := st.List(ctx, q)
+	ms, lower, err := s.list(ctx, st, q)
 	if err != nil {
 		return nil, out, err
 	}
 	needle := strings.ToLower(in.Text)
-	for _, m := range ms {
+	for i, m := range ms {
 		if in.Category != "" && m.Category != in.Category {
 			continue
 		}
-		if needle != "" && !strings.Contains(strings.ToLower(m.Content), needle) {
+		if needle != "" && !strings.Contains(lower[i], needle) {
 			continue
 		}
 		out.Matched++
@@ -253,6 +260,66 @@ func (s *Server) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallIn
 		}
 	}
 	return nil, out, nil
+}
+
+// listCache keeps the last List answer of each query while the database
+// files are unchanged, so that recall on a large store does not read and
+// decode every row each time.
+type listCache struct {
+	stamp string
+	q     memory.Query
+	ms    []memory.Memory
+	lower []string // each content in lower case, for the text filter
+}
+
+// dbStamp identifies the state of the memory database on disk: the size,
+// modification time and inode of the file and of its write-ahead log,
+// where another process's writes land first.
+func dbStamp(path string) string {
+	var b strings.Builder
+	for _, p := range []string{path, path + "-wal"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			b.WriteString("-;")
+			continue
+		}
+		fmt.Fprintf(&b, "%d/%d/%v;", st.Size(), st.ModTime().UnixNano(), inode(st))
+	}
+	return b.String()
+}
+
+func (s *Server) list(ctx context.Context, st *memory.SQLite, q memory.Query) ([]memory.Memory, []string, error) {
+	stamp := dbStamp(st.Path())
+	s.storeMu.Lock()
+	for _, c := range s.lists {
+		if c.q == q && c.stamp == stamp {
+			s.storeMu.Unlock()
+			return c.ms, c.lower, nil
+		}
+	}
+	s.storeMu.Unlock()
+	ms, err := st.List(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	lower := make([]string, len(ms))
+	for i, m := range ms {
+		lower[i] = strings.ToLower(m.Content)
+	}
+	s.storeMu.Lock()
+	if len(s.lists) >= 8 {
+		s.lists = s.lists[1:]
+	}
+	s.lists = append(s.lists, &listCache{stamp: stamp, q: q, ms: ms, lower: lower})
+	s.storeMu.Unlock()
+	return ms, lower, nil
+}
+
+// dropLists forgets cached lists after the server wrote to the store.
+func (s *Server) dropLists() {
+	s.storeMu.Lock()
+	s.lists = nil
+	s.storeMu.Unlock()
 }
 
 func (s *Server) forget(ctx context.Context, _ *mcp.CallToolRequest, in ForgetInput) (*mcp.CallToolResult, ForgetOutput, error) {
@@ -288,6 +355,7 @@ func (s *Server) forget(ctx context.Context, _ *mcp.CallToolRequest, in ForgetIn
 		}
 		return nil, out, err
 	}
+	s.dropLists()
 	s.changed(ctx)
 	out.Forgotten = in.ID
 	return nil, out, nil
