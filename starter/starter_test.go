@@ -1,13 +1,17 @@
 package starter
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/loomctx/loom/workspace"
 )
 
 // wantFiles lists every starter file per preset; adding or removing a
@@ -282,11 +286,15 @@ func TestCreateNewRace(t *testing.T) {
 	// its bytes whole.
 	dir := t.TempDir()
 	path := filepath.Join(dir, "AGENTS.md")
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const n = 16
 	results := make(chan bool, n)
 	for i := range n {
 		go func() {
-			ok, err := createNew(path, []byte(strings.Repeat(string(rune('a'+i)), 4096)))
+			ok, err := ws.CreateFile("AGENTS.md", []byte(strings.Repeat(string(rune('a'+i)), 4096)), 0o644)
 			if err != nil {
 				t.Error(err)
 			}
@@ -317,4 +325,35 @@ func assertNoTempFiles(t *testing.T, dir string) {
 		}
 		return nil
 	})
+}
+
+// loom init lays memory/ down as private data (0700, files 0600) whatever
+// the umask, and refuses to write through a symlinked folder.
+func TestWritePrivateMemoryAndNoSymlinks(t *testing.T) {
+	old := syscall.Umask(0o022)
+	dir := t.TempDir()
+	_, _, err := Write(dir, "assistant")
+	syscall.Umask(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string]fs.FileMode{"memory": 0o700, "memory/MEMORY.md": 0o600, "memory/HISTORY.md": 0o600, "AGENTS.md": 0o644, "skills": 0o755} {
+		st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s is %v, want %v", rel, st.Mode().Perm(), want)
+		}
+	}
+
+	outside := t.TempDir()
+	dir2 := t.TempDir()
+	os.Symlink(outside, filepath.Join(dir2, "memory"))
+	if _, _, err := Write(dir2, "assistant"); !errors.Is(err, workspace.ErrSymlink) {
+		t.Errorf("Write through a symlinked memory/ = %v", err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("wrote outside through the link: %v", ents)
+	}
 }

@@ -1,13 +1,12 @@
 package starter
 
 import (
-	"errors"
-	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
-	"syscall"
+	"strings"
+
+	"github.com/loomctx/loom/workspace"
 )
 
 // Write puts the starter files of preset into dir, creating dir and any
@@ -15,14 +14,12 @@ import (
 // come back in skipped. created and skipped are slash-relative and sorted.
 // On an error the files created so far are still reported.
 //
-// Each file is written to a temporary file in its target folder, synced, and
-// then hard-linked to its final name. A link fails when the name exists, so a
-// file that appears between the check and the write is kept, never replaced,
-// and a reader never sees a half-written file. On a file system without hard
-// links, Write falls back to checking that the name is free and renaming onto
-// it; there a file created in the short window between the check and the
-// rename would be replaced. That window is accepted because the alternative,
-// O_EXCL on the final name, would expose half-written files instead.
+// Everything below dir is written through the workspace door: no symlink
+// is followed, and memory/ (the agent's private notes) is created 0700 with
+// its files 0600. Each file is written to a synced temporary file and then
+// linked to its final name, which fails if the name exists, so a file that
+// appears meanwhile is kept, never replaced, and a reader never sees a
+// half-written file.
 func Write(dir, preset string) (created, skipped []string, err error) {
 	fsys, err := Files(preset)
 	if err != nil {
@@ -31,25 +28,25 @@ func Write(dir, preset string) (created, skipped []string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	err = fs.WalkDir(fsys, ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		target := filepath.Join(dir, filepath.FromSlash(rel))
 		if d.IsDir() {
 			if rel == "." {
 				return nil
 			}
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
-			return nil
+			return ws.MkdirAll(rel, dirPerm(rel))
 		}
 		data, err := fs.ReadFile(fsys, rel)
 		if err != nil {
 			return err
 		}
-		ok, err := createNew(target, data)
+		ok, err := ws.CreateFile(rel, data, filePerm(rel))
 		if err != nil {
 			return err
 		}
@@ -65,70 +62,23 @@ func Write(dir, preset string) (created, skipped []string, err error) {
 	return created, skipped, err
 }
 
-// createNew writes data to path only if nothing exists at path yet. It
-// reports false, with no error, when something does.
-func createNew(path string, data []byte) (ok bool, err error) {
-	if _, err := os.Lstat(path); err == nil {
-		return false, nil
-	}
-	dir, base := filepath.Split(path)
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return false, err
-	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName) // after a link the name is only an extra one
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := os.Link(tmpName, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return false, nil
-		}
-		if !linkUnsupported(err) {
-			return false, err
-		}
-		if _, err := os.Lstat(path); err == nil {
-			return false, nil
-		}
-		if err := os.Rename(tmpName, path); err != nil {
-			return false, err
-		}
-	}
-	return true, syncDir(dir)
+// private reports whether rel is the agent's private data: memory/ and
+// .loom/.
+func private(rel string) bool {
+	top, _, _ := strings.Cut(rel, "/")
+	return top == "memory" || top == ".loom"
 }
 
-// linkUnsupported reports whether err says the file system has no hard links.
-func linkUnsupported(err error) bool {
-	return errors.Is(err, errors.ErrUnsupported) ||
-		errors.Is(err, syscall.EPERM) ||
-		errors.Is(err, syscall.EXDEV) ||
-		errors.Is(err, syscall.EMLINK)
+func dirPerm(rel string) fs.FileMode {
+	if private(rel) {
+		return 0o700
+	}
+	return 0o755
 }
 
-// syncDir makes the new name in dir durable. Some systems cannot sync a
-// folder; that is not worth failing the write for.
-func syncDir(dir string) error {
-	if dir == "" {
-		dir = "."
+func filePerm(rel string) fs.FileMode {
+	if private(rel) {
+		return 0o600
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return err
-	}
-	return nil
+	return 0o644
 }

@@ -135,6 +135,32 @@ func (w *Workspace) WriteFile(rel string, data []byte, perm fs.FileMode) error {
 	return nil
 }
 
+// CreateFile writes rel only if nothing exists there yet, and reports
+// whether it did; an existing file (or symlink) is kept as it is. The bytes
+// go to a synced temporary file that is then linked to rel, so no reader
+// sees a half-written file. The folder must exist. It is how starter files
+// are laid down.
+func (w *Workspace) CreateFile(rel string, data []byte, perm fs.FileMode) (created bool, err error) {
+	rel, err = writableRel(rel)
+	if err != nil {
+		return false, err
+	}
+	dir, base := splitRel(rel)
+	dfd, err := w.openDir(rel, dir)
+	if err != nil {
+		return false, err
+	}
+	defer dfd.Close()
+	created, err = atomicfile.CreateAt(int(dfd.Fd()), base, data, perm)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", QuotePath(rel), unwrapName(err, base))
+	}
+	if created {
+		w.forget(rel)
+	}
+	return created, nil
+}
+
 // AppendFile adds data to the end of rel, creating it with perm if needed,
 // in one write on a descriptor opened with O_APPEND|O_NOFOLLOW, so that
 // concurrent appenders never interleave their bytes. The folder must exist.

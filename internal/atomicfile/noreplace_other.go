@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package atomicfile
+
+func renameNoReplace(dirfd int, from, to string) error { return checkAndRename(dirfd, from, to) }
