@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -183,6 +185,7 @@ func joinArgs(args []string) string {
 // workspaceMemory is what the subcommands need from a workspace: its
 // categories and where its database is.
 type workspaceMemory struct {
+	ws     *workspace.Workspace
 	root   string
 	cats   []memory.Category
 	dbPath string
@@ -203,7 +206,7 @@ func load(dir string) (*workspaceMemory, error) {
 	if err != nil {
 		return nil, err
 	}
-	wm := &workspaceMemory{root: ws.Root(), cats: memory.DefaultCategories, dbPath: dbPath}
+	wm := &workspaceMemory{ws: ws, root: ws.Root(), cats: memory.DefaultCategories, dbPath: dbPath}
 	if len(cfg.Memory.Categories) > 0 {
 		wm.cats = make([]memory.Category, len(cfg.Memory.Categories))
 		for i, c := range cfg.Memory.Categories {
@@ -232,14 +235,35 @@ func (wm *workspaceMemory) open(opts *Options, ifExists bool) (memory.Store, err
 	if opts.Now != nil {
 		o = append(o, opts.Now)
 	}
+	dbPath := wm.dbPath
+	// Inside the workspace, the folders are made and the path checked
+	// through the door: no component may be a symlink. Outside it (the
+	// operator's --memory-db or LOOM_MEMORY_DB), the operator chose it.
+	rel, err := filepath.Rel(wm.root, wm.dbPath)
+	inside := err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+	if inside {
+		rel = filepath.ToSlash(rel)
+		if !ifExists {
+			if err := wm.ws.MkdirAll(path.Dir(rel), 0o700); err != nil {
+				return nil, err
+			}
+		}
+		if p, err := wm.ws.LocalPath(rel); err != nil {
+			return nil, err
+		} else {
+			dbPath = p
+		}
+	}
 	if ifExists {
-		if _, err := os.Stat(wm.dbPath); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
-	} else if err := os.MkdirAll(filepath.Dir(wm.dbPath), 0o700); err != nil {
-		return nil, err
+	} else if !inside {
+		if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+			return nil, err
+		}
 	}
-	s, err := memory.OpenSQLite(wm.dbPath, o...)
+	s, err := memory.OpenSQLite(dbPath, o...)
 	if err != nil {
 		return nil, err
 	}

@@ -304,3 +304,21 @@ func TestImportFileBounds(t *testing.T) {
 		t.Errorf("oversized file: err = %v", err)
 	}
 }
+
+// A .loom that is a symlink out of the workspace is refused: the database
+// is not created, nor read, through it.
+func TestDatabaseThroughTheDoor(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(ws, ".loom")); err != nil {
+		t.Skip(err)
+	}
+	if _, _, err := run(t, "add", "-w", ws, "x"); err == nil {
+		t.Errorf("add through a symlinked .loom succeeded")
+	}
+	if _, _, err := run(t, "list", "-w", ws); err == nil {
+		t.Errorf("list through a symlinked .loom succeeded")
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("files created outside the workspace: %v", entries)
+	}
+}
