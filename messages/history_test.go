@@ -29,7 +29,6 @@ func TestReadHistoryJSONL(t *testing.T) {
 	if err := WriteJSONL(&out, msgs); err != nil {
 		t.Fatal(err)
 	}
-	// The timestamp survives a rewrite, so a cleaned nanobot session keeps it.
 	want := `{"role":"user","content":"hi","timestamp":"2026-03-01T10:00:00Z"}` + "\n" +
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"read","arguments":"{\"p\":1}"}}],"reasoning_content":"think"}` + "\n" +
 		`{"role":"tool","content":[{"type":"text","text":"ok"}],"tool_call_id":"c1","name":"read"}` + "\n" +

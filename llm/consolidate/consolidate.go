@@ -36,9 +36,6 @@ var (
 	userTmpl = template.Must(template.New("user.md").Parse(userText))
 )
 
-// Message is one history entry: loom's one message type, with its Time.
-type Message = messages.Message
-
 // Counter counts tokens; tokens.Counter satisfies it.
 type Counter interface{ Count(string) int }
 
@@ -60,6 +57,12 @@ type Options struct {
 	MaxAttempts int
 	// MaxRounds bounds chunks consolidated by one Maybe call; default 5.
 	MaxRounds int
+	// MaxMemoryBytes caps the memory file the model may write; default
+	// DefaultMaxMemoryBytes. A bigger memory_update is refused: the old
+	// file stays and the chunk is archived raw.
+	MaxMemoryBytes int
+	// MaxEntryBytes caps one history entry; default DefaultMaxEntryBytes.
+	MaxEntryBytes int
 	// Now stamps raw archives; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -88,6 +91,12 @@ func New(opts Options) *Consolidator {
 	if opts.MaxRounds <= 0 {
 		opts.MaxRounds = 5
 	}
+	if opts.MaxMemoryBytes <= 0 {
+		opts.MaxMemoryBytes = DefaultMaxMemoryBytes
+	}
+	if opts.MaxEntryBytes <= 0 {
+		opts.MaxEntryBytes = DefaultMaxEntryBytes
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -99,19 +108,21 @@ func New(opts Options) *Consolidator {
 
 // Outcome says what one chunk's consolidation did.
 type Outcome struct {
-	From, To      int    // the chunk: messages[From:To]
-	Archived      bool   // saved raw after MaxAttempts failures
-	Attempts      int    // model calls made
-	Forced        bool   // the last call forced the tool
-	HistoryEntry  string // what was appended to HISTORY.md
-	MemoryChanged bool   // MEMORY.md was rewritten
-	Failures      []string
-	Usage         llm.Usage
+	From          int       `json:"from"` // the chunk: messages[From:To]
+	To            int       `json:"to"`
+	Archived      bool      `json:"archived"`                // saved raw after MaxAttempts failures or a refused reply
+	Refused       string    `json:"refused,omitempty"`       // why the model's reply was not written, when it was not
+	Attempts      int       `json:"attempts"`                // model calls made
+	Forced        bool      `json:"forced"`                  // the last call forced the tool
+	HistoryEntry  string    `json:"history_entry,omitempty"` // what was appended to HISTORY.md
+	MemoryChanged bool      `json:"memory_changed"`          // MEMORY.md was rewritten
+	Failures      []string  `json:"failures,omitempty"`
+	Usage         llm.Usage `json:"usage"`
 }
 
 // Tokens returns the tokens of msgs as the consolidation threshold counts
 // them: role and content of each message.
-func (c *Consolidator) Tokens(msgs []Message) int {
+func (c *Consolidator) Tokens(msgs []messages.Message) int {
 	n := 0
 	for _, m := range msgs {
 		n += c.tokens(m)
@@ -119,7 +130,7 @@ func (c *Consolidator) Tokens(msgs []Message) int {
 	return n
 }
 
-func (c *Consolidator) tokens(m Message) int {
+func (c *Consolidator) tokens(m messages.Message) int {
 	n := c.opts.Counter.Count(m.Content.String()) + 4 // role and framing, as OpenAI counts them
 	for _, tc := range m.ToolCalls {
 		n += c.opts.Counter.Count(tc.Function.Name) + c.opts.Counter.Count(tc.Function.Arguments)
@@ -128,7 +139,7 @@ func (c *Consolidator) tokens(m Message) int {
 }
 
 // Due reports whether msgs[last:] has passed the threshold.
-func (c *Consolidator) Due(msgs []Message, last int) bool {
+func (c *Consolidator) Due(msgs []messages.Message, last int) bool {
 	last = min(max(last, 0), len(msgs))
 	return c.Tokens(msgs[last:]) >= c.opts.Threshold
 }
@@ -138,7 +149,7 @@ func (c *Consolidator) Due(msgs []Message, last int) bool {
 // tokens, so the kept history starts with a user turn. If even the last
 // user turn is over Keep, the chunk ends there, keeping that turn. ok is
 // false when the threshold is not reached.
-func (c *Consolidator) Plan(msgs []Message, last int) (end int, ok bool) {
+func (c *Consolidator) Plan(msgs []messages.Message, last int) (end int, ok bool) {
 	last = min(max(last, 0), len(msgs))
 	suffix := make([]int, len(msgs)+1) // suffix[i]: tokens of msgs[i:]
 	for i := len(msgs) - 1; i >= last; i-- {
@@ -167,7 +178,7 @@ func (c *Consolidator) Plan(msgs []Message, last int) (end int, ok bool) {
 // Maybe consolidates chunks from last while the threshold is passed, at
 // most MaxRounds, and returns the new pointer. It stops at the first error,
 // returning the pointer reached so far.
-func (c *Consolidator) Maybe(ctx context.Context, msgs []Message, last int) (int, []Outcome, error) {
+func (c *Consolidator) Maybe(ctx context.Context, msgs []messages.Message, last int) (int, []Outcome, error) {
 	var outs []Outcome
 	for range c.opts.MaxRounds {
 		end, ok := c.Plan(msgs, last)
@@ -186,7 +197,7 @@ func (c *Consolidator) Maybe(ctx context.Context, msgs []Message, last int) (int
 
 // Archive consolidates everything from last to the end, as /new does before
 // clearing a session.
-func (c *Consolidator) Archive(ctx context.Context, msgs []Message, last int) (Outcome, error) {
+func (c *Consolidator) Archive(ctx context.Context, msgs []messages.Message, last int) (Outcome, error) {
 	last = min(max(last, 0), len(msgs))
 	if last == len(msgs) {
 		return Outcome{From: last, To: last}, nil
@@ -198,7 +209,7 @@ func (c *Consolidator) Archive(ctx context.Context, msgs []Message, last int) (O
 // HISTORY.md were both written (or the chunk archived raw), so the caller
 // may move its pointer to to. Only a failure to write the files, or ctx
 // ending, returns an error.
-func (c *Consolidator) Chunk(ctx context.Context, msgs []Message, from, to int) (Outcome, error) {
+func (c *Consolidator) Chunk(ctx context.Context, msgs []messages.Message, from, to int) (Outcome, error) {
 	out := Outcome{From: from, To: to}
 	transcript := Transcript(msgs[from:to])
 	if strings.TrimSpace(transcript) == "" {
@@ -214,6 +225,13 @@ func (c *Consolidator) Chunk(ctx context.Context, msgs []Message, from, to int) 
 		}
 		args, err := c.call(ctx, current, transcript, &out)
 		if err == nil {
+			if reason := c.check(args); reason != "" {
+				// The reply is not trusted into the files: the old memory
+				// stays, and the chunk is kept raw with the reason.
+				out.Refused = reason
+				c.opts.Logger.Error("consolidate: model reply refused; chunk archived raw", "reason", reason)
+				return out, c.archive(msgs, from, to, transcript, "model reply refused: "+reason, &out)
+			}
 			return out, c.save(current, args, &out)
 		}
 		if ctx.Err() != nil {
@@ -222,14 +240,24 @@ func (c *Consolidator) Chunk(ctx context.Context, msgs []Message, from, to int) 
 		out.Failures = append(out.Failures, err.Error())
 		c.opts.Logger.Warn("consolidate: attempt failed", "attempt", out.Attempts, "err", err)
 	}
-	entry := fmt.Sprintf("[%s] [RAW] %d messages\n%s", c.opts.Now().Format("2006-01-02 15:04"), to-from, transcript)
+	c.opts.Logger.Error("consolidate: model failed; chunk archived raw", "messages", to-from, "attempts", out.Attempts)
+	return out, c.archive(msgs, from, to, transcript, "", &out)
+}
+
+// archive appends the chunk's transcript to HISTORY.md as it is, with the
+// reason when there is one, so nothing is lost.
+func (c *Consolidator) archive(msgs []messages.Message, from, to int, transcript, reason string, out *Outcome) error {
+	head := fmt.Sprintf("[%s] [RAW] %d messages", c.opts.Now().Format("2006-01-02 15:04"), to-from)
+	if reason != "" {
+		head += " (" + reason + ")"
+	}
+	entry := head + "\n" + transcript
 	if err := c.opts.Files.AppendHistory(entry); err != nil {
-		return out, fmt.Errorf("consolidate: archive raw: %w", err)
+		return fmt.Errorf("consolidate: archive raw: %w", err)
 	}
 	out.Archived = true
 	out.HistoryEntry = entry
-	c.opts.Logger.Error("consolidate: model failed; chunk archived raw", "messages", to-from, "attempts", out.Attempts)
-	return out, nil
+	return nil
 }
 
 // saveArgs are the save_memory arguments after normalisation.
@@ -385,7 +413,7 @@ func Tool() llm.Tool {
 
 // Transcript renders msgs one line each as "[YYYY-MM-DD HH:MM] ROLE: text";
 // tool calls are listed by name, messages without text or calls skipped.
-func Transcript(msgs []Message) string {
+func Transcript(msgs []messages.Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
 		content := strings.TrimSpace(m.Content.String())
@@ -411,3 +439,7 @@ func Transcript(msgs []Message) string {
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
+
+// Threshold is the token count of unconsolidated history that makes a
+// consolidation due.
+func (c *Consolidator) Threshold() int { return c.opts.Threshold }

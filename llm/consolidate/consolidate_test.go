@@ -20,13 +20,17 @@ import (
 
 var t0 = time.Date(2026, 3, 1, 10, 15, 0, 0, time.UTC)
 
-func history(n int) []consolidate.Message {
-	var out []consolidate.Message
+func msg(role messages.Role, text string, at time.Time) messages.Message {
+	return messages.Message{Role: role, Content: messages.TextContent(text), Time: at}
+}
+
+func history(n int) []messages.Message {
+	var out []messages.Message
 	for i := range n {
 		at := t0.Add(time.Duration(i) * time.Minute)
 		out = append(out,
-			consolidate.Message{Role: "user", Content: messages.TextContent("Question number " + itoa(i) + " about the quarterly churn report."), Time: at},
-			consolidate.Message{Role: "assistant", Content: messages.TextContent("Answer number " + itoa(i) + ": churn fell to four percent in the EMEA region."), Time: at},
+			msg("user", "Question number "+itoa(i)+" about the quarterly churn report.", at),
+			msg("assistant", "Answer number "+itoa(i)+": churn fell to four percent in the EMEA region.", at),
 		)
 	}
 	return out
@@ -76,7 +80,7 @@ func newConsolidator(t *testing.T, s *llmtest.Server, files consolidate.Files, t
 
 func save(entry, mem string) llmtest.Reply {
 	b, _ := json.Marshal(map[string]string{"history_entry": entry, "memory_update": mem})
-	return llmtest.Reply{ToolCalls: []messages.ToolCall{messages.NewToolCall("", "save_memory", string(b))}}
+	return llmtest.Reply{ToolCalls: []messages.ToolCall{{ID: "c1", Function: messages.FunctionCall{Name: "save_memory", Arguments: string(b)}}}}
 }
 
 func TestPlanIsTokenBasedAndUserAligned(t *testing.T) {
@@ -139,7 +143,7 @@ func TestArgumentShapes(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := llmtest.New(t, llmtest.OpenAI)
-			s.Push(llmtest.Reply{ToolCalls: []messages.ToolCall{messages.NewToolCall("", "save_memory", args)}})
+			s.Push(llmtest.Reply{ToolCalls: []messages.ToolCall{{ID: "c1", Function: messages.FunctionCall{Name: "save_memory", Arguments: args}}}})
 			files, dir := workspaceFiles(t, "")
 			out, err := newConsolidator(t, s, files, 0).Archive(context.Background(), history(2), 0)
 			if err != nil || out.Archived {
@@ -188,8 +192,8 @@ func TestForcedChoiceRejectedFallsBackToAuto(t *testing.T) {
 // Every fault ends with the chunk in HISTORY.md raw and MEMORY.md as it was.
 func TestFaultsArchiveRaw(t *testing.T) {
 	prose := llmtest.Reply{Text: "I have noted the conversation."}
-	bad := llmtest.Reply{ToolCalls: []messages.ToolCall{messages.NewToolCall("", "save_memory", `{"history_entry": "[2026`)}}
-	empty := llmtest.Reply{ToolCalls: []messages.ToolCall{messages.NewToolCall("", "save_memory", `{"history_entry": "", "memory_update": null}`)}}
+	bad := llmtest.Reply{ToolCalls: []messages.ToolCall{{ID: "c1", Function: messages.FunctionCall{Name: "save_memory", Arguments: `{"history_entry": "[2026`}}}}
+	empty := llmtest.Reply{ToolCalls: []messages.ToolCall{{ID: "c1", Function: messages.FunctionCall{Name: "save_memory", Arguments: `{"history_entry": "", "memory_update": null}`}}}}
 	var fivexx []llmtest.Reply
 	for range 9 { // 3 attempts × (1 + 2 retries)
 		fivexx = append(fivexx, llmtest.Reply{Status: 500, Message: "boom"})
@@ -265,6 +269,8 @@ func (f *failingFiles) AppendHistory(s string) error {
 	return nil
 }
 
+func (f *failingFiles) Lock(context.Context, time.Duration) (func(), error) { return func() {}, nil }
+
 func TestWriteFailureKeepsPointer(t *testing.T) {
 	for _, fail := range []string{"memory", "history"} {
 		t.Run(fail, func(t *testing.T) {
@@ -301,11 +307,11 @@ func TestAnthropicToolUse(t *testing.T) {
 }
 
 func TestTranscript(t *testing.T) {
-	msgs := []consolidate.Message{
-		{Role: "user", Content: messages.TextContent("Remind me I like tea"), Time: t0},
-		{Role: "assistant", ToolCalls: []messages.ToolCall{messages.NewToolCall("", "write_file", "")}, Time: t0},
-		{Role: "tool", Content: messages.TextContent("ok")},
-		{Role: "assistant", Content: messages.TextContent("")},
+	msgs := []messages.Message{
+		msg("user", "Remind me I like tea", t0),
+		{Role: "assistant", ToolCalls: []messages.ToolCall{{ID: "c1", Function: messages.FunctionCall{Name: "write_file"}}}, Time: t0},
+		{Role: "tool", ToolCallID: "c1", Content: messages.TextContent("ok")},
+		{Role: "assistant"},
 	}
 	want := "[2026-03-01 10:15] USER: Remind me I like tea\n[2026-03-01 10:15] ASSISTANT [tools: write_file]\n[?] TOOL: ok"
 	if got := consolidate.Transcript(msgs); got != want {

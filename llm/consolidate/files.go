@@ -1,9 +1,13 @@
 package consolidate
 
 import (
+	"context"
 	"errors"
 	"io/fs"
+	"path/filepath"
+	"time"
 
+	"github.com/loomctx/loom/internal/filelock"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/workspace"
 )
@@ -18,7 +22,16 @@ type Files interface {
 	WriteMemory(text string) error
 	// AppendHistory adds one entry to the history log in a single append.
 	AppendHistory(entry string) error
+	// Lock holds both files against every other consolidation, in this
+	// process and in others, until unlock is called. It waits up to wait;
+	// a negative wait does not wait. A busy lock gives an error matching
+	// filelock.ErrBusy that names the holder.
+	Lock(ctx context.Context, wait time.Duration) (unlock func(), err error)
 }
+
+// LockFile is the lock of a workspace's memory files, relative to its
+// folder.
+const LockFile = ".loom/locks/memory.lock"
 
 // WorkspaceFiles are memory/MEMORY.md and memory/HISTORY.md of a workspace
 // folder, read through the workspace door and written by the memory
@@ -50,4 +63,20 @@ func (f WorkspaceFiles) WriteMemory(text string) error {
 // AppendHistory implements Files.
 func (f WorkspaceFiles) AppendHistory(entry string) error {
 	return memory.AppendHistory(f.WS, entry)
+}
+
+// Lock implements Files with an OS lock on .loom/locks/memory.lock.
+func (f WorkspaceFiles) Lock(ctx context.Context, wait time.Duration) (func(), error) {
+	path := filepath.Join(f.WS.Root(), filepath.FromSlash(LockFile))
+	var l *filelock.Lock
+	var err error
+	if wait < 0 {
+		l, err = filelock.Try(path)
+	} else {
+		l, err = filelock.Acquire(ctx, path, wait)
+	}
+	if err != nil {
+		return func() {}, err
+	}
+	return func() { l.Release() }, nil
 }

@@ -6,7 +6,6 @@
 package chat
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/workspace"
 )
 
 // Config is what loom.yaml says about chatting. The lead's config loader
@@ -51,19 +51,18 @@ type ChatOptions struct {
 	Channel string
 	User    string
 
-	// LoadConfig reads loom.yaml of dir. Nil means the zero Config; the
-	// LOOM_LLM_* environment is applied over it either way.
-	LoadConfig func(dir string) (Config, error)
-	// SystemPrompt renders the system prompt for a turn. Nil sends none.
-	SystemPrompt func(ctx context.Context) (string, error)
-	// PromptReport describes the rendered prompt for /prompt; optional.
-	PromptReport func(ctx context.Context) (string, error)
-	// Skill returns the body of the named skill for /skill NAME and /NAME;
-	// an error means no such skill. Nil: skills are not available.
-	Skill func(name string) (string, error)
+	// LoadConfig maps the workspace's loom.yaml onto the chat settings.
+	// Nil means configFromWorkspace; the LOOM_LLM_* environment is applied
+	// over it either way.
+	LoadConfig func(ws *workspace.Workspace) (Config, error)
 
-	// Interrupt delivers Ctrl-C; nil means os.Interrupt via signal.Notify.
-	Interrupt <-chan os.Signal
+	// Signals delivers the signals that stop a reply or the chat; nil
+	// means SIGINT, SIGTERM and SIGHUP via signal.Notify. SIGINT during a
+	// reply cancels that reply only; any other signal, or SIGINT while
+	// waiting for input, ends the chat. Either way the turn in flight is
+	// saved first: the user's message and the reply as far as it came,
+	// marked as cut.
+	Signals <-chan os.Signal
 	// Now stamps session messages; default time.Now.
 	Now func() time.Time
 	// Logger gets background failures; default text on IO.ErrOut.
@@ -91,13 +90,16 @@ Input may be piped: one line per turn until end of input.
 
 Commands:
   /new           archive the session into memory and start over
-  /skill NAME    load a skill for the next turn (also /NAME)
+  /skill NAME    load a skill for the next turn (also /NAME in a message)
   /memory        show what is remembered
   /prompt        show the current system prompt
   /help          list the commands
   /exit          end the session (so does end of input)
 
-Ctrl-C cancels the reply in flight, not the session.`,
+Ctrl-C cancels the reply in flight, not the session; at the prompt it ends
+the session. SIGTERM and SIGHUP end it too. Whatever ends a reply, the
+message you typed and the reply as far as it came (marked as cut) are saved
+first.`,
 		Example: `  loom chat -w ./agent
   printf 'hello\nwhat did I just say?\n' | loom chat -w ./agent --user ana`,
 		Args: cobra.NoArgs,

@@ -14,10 +14,11 @@ import (
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/llm"
-	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/llm/llmtest"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/messages"
+	"github.com/loomctx/loom/session"
+	"github.com/loomctx/loom/workspace"
 )
 
 var clock = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -54,21 +55,27 @@ type run struct {
 	dir         string
 }
 
+// systemText is the test workspace's AGENTS.md; the rendered system prompt
+// holds it.
+const systemText = "You are the test agent."
+
 func runChat(t *testing.T, s *llmtest.Server, dir, input string, tweak func(*ChatOptions, *Config)) run {
 	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "AGENTS.md")); err != nil {
+		os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte(systemText+"\n"), 0o644)
+	}
 	ios, in, out, errOut := cmdutil.Test()
 	in.WriteString(input)
 	cfg := Config{LLM: s.Config(), ShutdownWait: 10 * time.Second}
 	opts := &ChatOptions{
 		IO: ios, Dir: dir, Channel: "cli", User: "ana",
-		SystemPrompt: func(context.Context) (string, error) { return "You are the test agent.", nil },
-		Interrupt:    make(chan os.Signal),
-		Now:          func() time.Time { return clock },
+		Signals: make(chan os.Signal),
+		Now:     func() time.Time { return clock },
 	}
 	if tweak != nil {
 		tweak(opts, &cfg)
 	}
-	opts.LoadConfig = func(string) (Config, error) { return cfg, nil }
+	opts.LoadConfig = func(*workspace.Workspace) (Config, error) { return cfg, nil }
 	for _, k := range []string{llm.EnvBaseURL, llm.EnvModel, llm.EnvAPIKey, llm.EnvProvider} {
 		t.Setenv(k, "")
 	}
@@ -105,18 +112,15 @@ func TestPipedTurns(t *testing.T) {
 			if len(reqs) != 2 || reqs[1].Stream != true {
 				t.Fatalf("%d chat requests", len(reqs))
 			}
-			got, _ := json.Marshal(reqs[1].JSON["messages"])
-			want := `[{"content":"You are the test agent.","role":"system"},{"content":"Hello there","role":"user"},{"content":"Reply 1.","role":"assistant"},{"content":"My name is Ana and I work at Acme.` + runtimeJSON + `","role":"user"}]`
+			got, _ := json.Marshal(withoutSystem(t, reqs[1].JSON["messages"]))
+			want := `[{"content":"Hello there","role":"user"},{"content":"Reply 1.","role":"assistant"},{"content":"My name is Ana and I work at Acme.` + runtimeJSON + `","role":"user"}]`
 			if format == llmtest.Anthropic {
 				want = `[{"content":[{"text":"Hello there","type":"text"}],"role":"user"},{"content":[{"text":"Reply 1.","type":"text"}],"role":"assistant"},{"content":[{"text":"My name is Ana and I work at Acme.` + runtimeJSON + `","type":"text"}],"role":"user"}]`
 			}
 			if string(got) != want {
 				t.Errorf("second request messages:\n%s\nwant\n%s", got, want)
 			}
-			sess, err := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			sess := readSession(t, dir)
 			var roles []string
 			for _, m := range sess.Messages {
 				roles = append(roles, string(m.Role)+":"+m.Content.String())
@@ -165,7 +169,7 @@ func TestNewArchivesThenClears(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "memory", "HISTORY.md")); string(b) != "[2026-03-01 10:00] Ana said hello.\n\n" {
 		t.Errorf("HISTORY.md = %q", b)
 	}
-	sess, _ := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
+	sess := readSession(t, dir)
 	if len(sess.Messages) != 2 || sess.Messages[0].Content.String() != "Second session" {
 		t.Errorf("session after /new = %+v", sess.Messages)
 	}
@@ -186,7 +190,7 @@ func TestNewKeepsSessionWhenArchivingFails(t *testing.T) {
 	if !strings.Contains(r.errOut, "archiving failed, session kept") {
 		t.Fatalf("errOut = %s", r.errOut)
 	}
-	sess, _ := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
+	sess := readSession(t, dir)
 	if len(sess.Messages) != 2 {
 		t.Errorf("session lost: %+v", sess.Messages)
 	}
@@ -203,9 +207,9 @@ func TestConsolidationMovesPointer(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	sess, _ := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
-	if sess.LastConsolidated == 0 || sess.Messages[sess.LastConsolidated].Role != "user" {
-		t.Errorf("pointer = %d", sess.LastConsolidated)
+	sess := readSession(t, dir)
+	if last := sess.Meta.LastConsolidated; last == 0 || sess.Messages[last].Role != "user" {
+		t.Errorf("pointer = %d", last)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "memory", "HISTORY.md")); !strings.Contains(string(b), "Ana said hello.") {
 		t.Errorf("HISTORY.md = %q", b)
@@ -223,17 +227,17 @@ func TestCtrlCCancelsTheReplyOnly(t *testing.T) {
 		}
 		intr <- os.Interrupt
 	}()
-	r := runChat(t, s, dir, "Slow question\nSecond question\n", func(o *ChatOptions, c *Config) { o.Interrupt = intr; c.NoExtract = true })
-	if r.err != nil || !strings.Contains(r.errOut, "[reply cancelled]") {
+	r := runChat(t, s, dir, "Slow question\nSecond question\n", func(o *ChatOptions, c *Config) { o.Signals = intr; c.NoExtract = true })
+	if r.err != nil || !strings.Contains(r.errOut, "[reply cancelled: interrupted; saved as cut]") {
 		t.Fatalf("%v\n%s", r.err, r.errOut)
 	}
 	if r.out != "Reply 1.\n" {
 		t.Errorf("out = %q", r.out)
 	}
 	reqs := chatRequests(s)
-	got, _ := json.Marshal(reqs[len(reqs)-1].JSON["messages"])
+	got, _ := json.Marshal(withoutSystem(t, reqs[len(reqs)-1].JSON["messages"]))
 	// The cancelled turn's question is kept and merged with the next.
-	if want := `[{"content":"You are the test agent.","role":"system"},{"content":"Slow question\n\nSecond question` + runtimeJSON + `","role":"user"}]`; string(got) != want {
+	if want := `[{"content":"Slow question\n\nSecond question` + runtimeJSON + `","role":"user"}]`; string(got) != want {
 		t.Errorf("messages = %s", got)
 	}
 }
@@ -246,23 +250,23 @@ func TestStreamCutKeepsUserMessage(t *testing.T) {
 	if !strings.Contains(r.errOut, "stream ended before the reply was complete") {
 		t.Errorf("errOut = %s", r.errOut)
 	}
-	sess, _ := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
-	if len(sess.Messages) != 1 || sess.Messages[0].Content.String() != "Question" {
-		t.Errorf("session = %+v", sess.Messages)
+	// The question is kept, and the reply as far as it came, marked as cut.
+	sess := readSession(t, dir)
+	if len(sess.Messages) != 2 || sess.Messages[0].Content.String() != "Question" {
+		t.Fatalf("session = %+v", sess.Messages)
+	}
+	if why, ok := session.IsCut(sess.Messages[1]); !ok || !strings.Contains(why, "stream ended") || sess.Messages[1].Content.Text == "" {
+		t.Errorf("partial reply %+v (cut %q %v)", sess.Messages[1], why, ok)
 	}
 }
 
 func TestSkillAndCommands(t *testing.T) {
 	s := fake(t, llmtest.OpenAI)
 	dir := t.TempDir()
-	r := runChat(t, s, dir, "/help\n/pdf summarise report.pdf\n/memory\n/prompt\n/nosuch\n/exit\nnever sent\n", func(o *ChatOptions, c *Config) {
+	os.MkdirAll(filepath.Join(dir, "skills", "pdf"), 0o755)
+	os.WriteFile(filepath.Join(dir, "skills", "pdf", "SKILL.md"), []byte("---\nname: pdf\ndescription: Read PDF files.\n---\nUse pdftotext first.\n"), 0o644)
+	r := runChat(t, s, dir, "/help\n/pdf summarise report.pdf\n/memory\n/prompt\n/nosuch\n/skill nosuch\n/exit\nnever sent\n", func(o *ChatOptions, c *Config) {
 		c.NoExtract = true
-		o.Skill = func(name string) (string, error) {
-			if name == "pdf" {
-				return "Use pdftotext first.", nil
-			}
-			return "", fmt.Errorf("no skill named %q", name)
-		}
 	})
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -272,8 +276,11 @@ func TestSkillAndCommands(t *testing.T) {
 		t.Fatalf("%d chat requests", len(reqs))
 	}
 	msgs := reqs[0].JSON["messages"].([]any)
-	user := msgs[len(msgs)-1].(map[string]any)["content"]
-	if want := "[Skill: pdf — instructions for this turn]\nUse pdftotext first.\n[/Skill]\n\nsummarise report.pdf" + runtimeText; user != want {
+	// The skill goes in as `loom messages` puts it: messages.Build with the
+	// builder's skills.
+	user := msgs[len(msgs)-1].(map[string]any)["content"].(string)
+	if !strings.HasPrefix(user, `<skill_content name="pdf"`) || !strings.Contains(user, "Use pdftotext first.") ||
+		!strings.HasSuffix(user, "/pdf summarise report.pdf"+runtimeText) {
 		t.Errorf("user = %q", user)
 	}
 	for _, want := range []string{"/new ", "## memory/MEMORY.md", "(empty)", "## Memories (0)", "You are the test agent."} {
@@ -281,12 +288,12 @@ func TestSkillAndCommands(t *testing.T) {
 			t.Errorf("out lacks %q:\n%s", want, r.out)
 		}
 	}
-	if !strings.Contains(r.errOut, `/nosuch: no skill named "nosuch"`) {
+	if !strings.Contains(r.errOut, `unknown command /nosuch`) || !strings.Contains(r.errOut, `/nosuch: no skill named "nosuch"`) {
 		t.Errorf("errOut = %s", r.errOut)
 	}
 	// The session keeps what the user typed, not the skill body.
-	sess, _ := consolidate.ReadSession(SessionPath(dir, "cli", "ana"))
-	if len(sess.Messages) == 0 || sess.Messages[0].Content.String() != "summarise report.pdf" {
+	sess := readSession(t, dir)
+	if len(sess.Messages) == 0 || sess.Messages[0].Content.String() != "/pdf summarise report.pdf" {
 		t.Errorf("session = %+v", sess.Messages)
 	}
 }
@@ -297,6 +304,36 @@ func TestSessionPath(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v", got)
 	}
+}
+
+func readSession(t *testing.T, dir string) *messages.History {
+	t.Helper()
+	h, err := messages.ReadSessionFile(SessionPath(dir, "cli", "ana"), messages.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Meta == nil {
+		h.Meta = &messages.SessionMeta{}
+	}
+	return h
+}
+
+// withoutSystem drops the system message of an OpenAI request's messages
+// after checking it holds the workspace's AGENTS.md.
+func withoutSystem(t *testing.T, v any) []any {
+	t.Helper()
+	msgs := v.([]any)
+	if len(msgs) == 0 {
+		return msgs
+	}
+	first := msgs[0].(map[string]any)
+	if first["role"] != "system" {
+		return msgs
+	}
+	if c, _ := first["content"].(string); !strings.Contains(c, systemText) {
+		t.Errorf("system prompt lacks AGENTS.md: %q", c)
+	}
+	return msgs[1:]
 }
 
 // The runtime context of every test turn: it rides on the current message

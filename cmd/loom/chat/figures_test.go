@@ -1,8 +1,9 @@
 package chat
 
 import (
-	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -43,8 +44,9 @@ func TestFigures50Turns(t *testing.T) {
 					fmt.Fprintf(&in, "Question %d: how did churn in region %d move last quarter, and what drove it?\n", i, i%7)
 				}
 			}
-			r := runChat(t, s, t.TempDir(), in.String(), func(o *ChatOptions, c *Config) {
-				o.SystemPrompt = func(context.Context) (string, error) { return system, nil }
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte(system), 0o644)
+			r := runChat(t, s, dir, in.String(), func(o *ChatOptions, c *Config) {
 				c.ConsolidateThreshold = 4000
 				c.ConsolidateKeep = 2000
 			})

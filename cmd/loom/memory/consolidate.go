@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +14,8 @@ import (
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/consolidate"
+	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/session"
 	"github.com/loomctx/loom/tokens"
 	"github.com/loomctx/loom/workspace"
 )
@@ -23,6 +27,7 @@ type ConsolidateOptions struct {
 	History string
 	All     bool
 	DryRun  bool
+	Wait    time.Duration
 	// Client replaces the configured model client in tests.
 	Client llm.Client
 }
@@ -55,6 +60,7 @@ JSON.`,
 	cmd.Flags().StringVar(&opts.History, "history", "", "session file to consolidate")
 	cmd.Flags().BoolVar(&opts.All, "all", false, "consolidate everything after the pointer, not only what passes the threshold")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "say what would be consolidated without calling the model")
+	cmd.Flags().DurationVar(&opts.Wait, "wait", time.Minute, "how long to wait for another consolidation of this workspace to finish")
 	return cmd
 }
 
@@ -84,17 +90,38 @@ func consolidateRun(ctx context.Context, opts *ConsolidateOptions) error {
 		}
 	}
 	counter, _ := tokens.ForModel(lc.Model)
-	rep, err := consolidate.Run(ctx, consolidate.RunOptions{
-		Options: consolidate.Options{
-			Client: client, Files: consolidate.WorkspaceFiles{WS: ws}, Counter: counter,
-			Threshold: cfg.LLM.Consolidation.ThresholdTokens,
-		},
-		History: opts.History, All: opts.All, DryRun: opts.DryRun,
+	c := consolidate.New(consolidate.Options{
+		Client: client, Files: consolidate.WorkspaceFiles{WS: ws}, Counter: counter,
+		Threshold: cfg.LLM.Consolidation.ThresholdTokens,
 	})
-	if err != nil {
-		return err
+	rep, err := session.ConsolidateFile(ctx, session.ConsolidateFileOptions{
+		ConsolidateOptions: session.ConsolidateOptions{All: opts.All, DryRun: opts.DryRun, LockWait: opts.Wait},
+		Path:               opts.History, Consolidator: c, Files: consolidate.WorkspaceFiles{WS: ws},
+	})
+	if rep.Outcomes != nil || err == nil {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if werr := enc.Encode(rep); werr != nil && err == nil {
+			return werr
+		}
 	}
-	enc := json.NewEncoder(opts.IO.Out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
+	if err != nil {
+		return fmt.Errorf("consolidation failed: %w", err)
+	}
+	var raw []string
+	for _, o := range rep.Outcomes {
+		if o.Archived {
+			why := o.Refused
+			if why == "" && len(o.Failures) > 0 {
+				why = o.Failures[len(o.Failures)-1]
+			}
+			raw = append(raw, fmt.Sprintf("messages %d-%d (%s)", o.From, o.To, why))
+		}
+	}
+	if len(raw) > 0 {
+		return fmt.Errorf("consolidation failed: the model's reply could not be used for %s; "+
+			"MEMORY.md was left as it was and the messages were kept raw in %s", strings.Join(raw, ", "), memory.HistoryFile)
+	}
+	return nil
 }

@@ -1,0 +1,318 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/loomctx/loom/internal/atomicfile"
+	"github.com/loomctx/loom/internal/filelock"
+	"github.com/loomctx/loom/messages"
+)
+
+// Dir holds session files, relative to the workspace folder.
+const Dir = ".loom/sessions"
+
+// FileStore keeps each session as a JSONL file under one folder: a
+// metadata record on the first line, then one message per line. nanobot
+// reads and writes the same format; a nanobot session folder works as a
+// FileStore folder.
+//
+// An append is one O_APPEND write under the session's lock; moving the
+// pointer and trimming rewrite the file under the lock, atomically, from
+// what is on disk then.
+type FileStore struct {
+	dir  string
+	opts FileOptions
+	now  func() time.Time
+}
+
+// FileOptions tune a FileStore. Zero fields take the defaults.
+type FileOptions struct {
+	// LockWait bounds the wait for another writer of the same session;
+	// default filelock.DefaultWait.
+	LockWait time.Duration
+	// History bounds what a load reads.
+	History messages.HistoryOptions
+	// Now stamps new sessions; default time.Now.
+	Now func() time.Time
+}
+
+// NewFileStore returns a store of session files under dir.
+func NewFileStore(dir string, opts FileOptions) *FileStore {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &FileStore{dir: dir, opts: opts, now: now}
+}
+
+var unsafeKey = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// FileName is the file name of a session key: every character other than
+// letters, digits, '.', '_' and '-' becomes '_' (a nanobot key "cli:ana"
+// gives the nanobot file name cli_ana.jsonl).
+func FileName(key string) string {
+	name := unsafeKey.ReplaceAllString(key, "_")
+	if strings.Trim(name, ".") == "" {
+		name = strings.ReplaceAll(name, ".", "_")
+	}
+	return name + ".jsonl"
+}
+
+// Path is the file of session key.
+func (s *FileStore) Path(key string) string { return filepath.Join(s.dir, FileName(key)) }
+
+func (s *FileStore) file(key string) *File {
+	return &File{Path: s.Path(key), Key: key, LockWait: s.opts.LockWait, History: s.opts.History, Now: s.now}
+}
+
+// Load implements Store.
+func (s *FileStore) Load(ctx context.Context, key string) (*State, error) {
+	return s.file(key).Load(ctx)
+}
+
+// Append implements Store.
+func (s *FileStore) Append(ctx context.Context, key string, msgs ...messages.Message) error {
+	return s.file(key).Append(ctx, msgs...)
+}
+
+// MoveConsolidated implements Store.
+func (s *FileStore) MoveConsolidated(ctx context.Context, key string, from, to int) error {
+	return s.file(key).MoveConsolidated(ctx, from, to)
+}
+
+// Trim implements Store.
+func (s *FileStore) Trim(ctx context.Context, key string, n int) error {
+	return s.file(key).Trim(ctx, n)
+}
+
+// Close implements Store; a FileStore holds nothing open.
+func (s *FileStore) Close() error { return nil }
+
+// File is one session file, addressed by path: what `loom memory
+// consolidate --history FILE` works on. Its methods take the file's lock
+// (Path plus ".lock") for every read and write.
+type File struct {
+	Path string
+	// Key names the session in a new file's metadata record; default the
+	// file name without .jsonl.
+	Key      string
+	LockWait time.Duration
+	History  messages.HistoryOptions
+	Now      func() time.Time
+}
+
+func (f *File) lock(ctx context.Context) (*filelock.Lock, error) {
+	return filelock.Acquire(ctx, filelock.For(f.Path), f.LockWait)
+}
+
+func (f *File) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+func (f *File) key() string {
+	if f.Key != "" {
+		return f.Key
+	}
+	return strings.TrimSuffix(filepath.Base(f.Path), ".jsonl")
+}
+
+// Load reads the file under its lock. A missing file is an empty session.
+func (f *File) Load(ctx context.Context) (*State, error) {
+	l, err := f.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Release()
+	st, _, err := f.read()
+	return st, err
+}
+
+// read reads the file; the caller holds the lock. raw tells whether the
+// file exists.
+func (f *File) read() (*State, bool, error) {
+	h, err := messages.ReadSessionFile(f.Path, f.History)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &State{Key: f.key()}, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	st := &State{Key: f.key(), Messages: h.Messages}
+	if m := h.Meta; m != nil {
+		if m.Key != "" {
+			st.Key = m.Key
+		}
+		st.CreatedAt, st.UpdatedAt, st.LastConsolidated, st.Meta = m.CreatedAt, m.UpdatedAt, m.LastConsolidated, m.Extra
+	}
+	if fi, err := os.Stat(f.Path); err == nil && fi.ModTime().After(st.UpdatedAt) {
+		st.UpdatedAt = fi.ModTime().UTC()
+	}
+	return st, true, nil
+}
+
+// Append adds msgs in one write under the lock. A new file gets its
+// metadata record first. A file whose last line was torn (a crash during
+// a write by a program without loom's lock) gets a newline first, so the
+// new lines stay whole.
+func (f *File) Append(ctx context.Context, msgs ...messages.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	l, err := f.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+		return err
+	}
+	file, err := os.OpenFile(f.Path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file", f.Path)
+	}
+	var buf []byte
+	if fi.Size() == 0 {
+		now := f.now().UTC()
+		buf = messages.AppendMeta(buf, messages.SessionMeta{Key: f.key(), CreatedAt: now, UpdatedAt: now})
+	} else if last, err := lastByte(file, fi.Size()); err != nil {
+		return err
+	} else if last != '\n' {
+		buf = append(buf, '\n')
+	}
+	for _, m := range msgs {
+		if buf, err = messages.AppendJSONL(buf, m); err != nil {
+			return fmt.Errorf("%s: %w", f.Path, err)
+		}
+	}
+	n, err := file.Write(buf)
+	if err == nil && n != len(buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return fmt.Errorf("%s: append: %w", f.Path, err)
+	}
+	return nil
+}
+
+func lastByte(f *os.File, size int64) (byte, error) {
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, size-1); err != nil {
+		return 0, err
+	}
+	return b[0], nil
+}
+
+// MoveConsolidated moves the pointer under the lock; see Store.
+func (f *File) MoveConsolidated(ctx context.Context, from, to int) error {
+	l, err := f.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	st, exists, err := f.read()
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return fmt.Errorf("%s: %w (the file is gone)", f.Path, ErrPointerMoved)
+	}
+	if st.LastConsolidated != from {
+		return fmt.Errorf("%s: %w (it is at %d, not %d)", f.Path, ErrPointerMoved, st.LastConsolidated, from)
+	}
+	to = min(to, len(st.Messages))
+	if to <= from {
+		return nil
+	}
+	st.LastConsolidated = to
+	return f.rewriteMeta(st)
+}
+
+// rewriteMeta replaces the metadata record and keeps every message line
+// byte for byte; the caller holds the lock and has just read st.
+func (f *File) rewriteMeta(st *State) error {
+	data, err := os.ReadFile(f.Path)
+	if err != nil {
+		return err
+	}
+	body := data
+	if first, rest, ok := bytes.Cut(bytes.TrimLeft(data, " \t\r\n\ufeff"), []byte("\n")); ok || len(first) > 0 {
+		if isMetaLine(first) {
+			body = rest
+		}
+	}
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
+		// A JSON array history becomes JSONL: a metadata record cannot
+		// live in an array.
+		return f.rewriteAll(st)
+	}
+	out := messages.AppendMeta(nil, f.meta(st))
+	out = append(out, body...)
+	return atomicfile.WriteFile(f.Path, out, 0o600)
+}
+
+func isMetaLine(line []byte) bool {
+	return bytes.Contains(line, []byte(`"_type"`)) && bytes.Contains(line, []byte(`"metadata"`))
+}
+
+func (f *File) meta(st *State) messages.SessionMeta {
+	created := st.CreatedAt
+	if created.IsZero() {
+		created = f.now().UTC()
+	}
+	return messages.SessionMeta{Key: st.Key, CreatedAt: created, UpdatedAt: f.now().UTC(),
+		LastConsolidated: st.LastConsolidated, Extra: st.Meta}
+}
+
+// rewriteAll writes st whole; the caller holds the lock.
+func (f *File) rewriteAll(st *State) error {
+	out := messages.AppendMeta(nil, f.meta(st))
+	var err error
+	for _, m := range st.Messages {
+		if out, err = messages.AppendJSONL(out, m); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(f.Path, out, 0o600)
+}
+
+// Trim drops the first n messages under the lock; see Store.
+func (f *File) Trim(ctx context.Context, n int) error {
+	l, err := f.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	st, exists, err := f.read()
+	if err != nil || !exists {
+		return err
+	}
+	n = min(max(n, 0), len(st.Messages))
+	st.Messages = st.Messages[n:]
+	st.LastConsolidated = 0
+	st.CreatedAt = f.now().UTC()
+	return f.rewriteAll(st)
+}

@@ -1,0 +1,464 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/llm/consolidate"
+	"github.com/loomctx/loom/llm/extract"
+	"github.com/loomctx/loom/messages"
+	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/workspace"
+)
+
+// DefaultShutdownWait bounds Close when its context has no deadline.
+const DefaultShutdownWait = 30 * time.Second
+
+// Options open a session. Workspace, Key and Client are required.
+type Options struct {
+	// Workspace is the agent's workspace, opened once by the caller and
+	// shared by everything the session reads.
+	Workspace *workspace.Workspace
+	// Builder renders the system prompt. Nil makes one on Workspace, which
+	// Close closes; a front end serving many sessions passes its own.
+	Builder *prompt.Builder
+	// Prompt are the render options (channel, user, chat id, preset...).
+	Prompt prompt.Options
+	// Skills expands /name and $name in a user's message, as `loom
+	// messages` does. Nil uses the builder's skills.
+	Skills messages.SkillExpander
+	// Counter counts tokens for the build report and the consolidation
+	// threshold; nil means messages are not counted and consolidation is
+	// off.
+	Counter messages.Counter
+
+	// Key names the session in the store.
+	Key string
+	// Channel, User and Location fill the runtime block of each message;
+	// Placement puts it before or after the text.
+	Channel   string
+	User      string
+	Location  *time.Location
+	Placement messages.Placement
+
+	// Store keeps the conversation. Nil means a FileStore under the
+	// workspace's .loom/sessions/, which Close closes.
+	Store Store
+	// Client calls the model.
+	Client llm.Client
+	// Model overrides the client's model for replies.
+	Model string
+
+	// Extract feeds the memory store after each turn; nil turns
+	// extraction off. A Worker passed here is shared: Close leaves it
+	// running.
+	Extract *extract.Worker
+	// Consolidate folds old history into MEMORY.md and HISTORY.md once it
+	// passes the threshold; nil turns consolidation off. Files defaults
+	// to the workspace's memory files, Counter to the session's.
+	Consolidate *consolidate.Options
+
+	// LockWait bounds the wait for another writer of the session or of
+	// the memory files; default 30s.
+	LockWait time.Duration
+	// Now is the clock; default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Session is one conversation. Its methods are safe for concurrent use:
+// turns on one session (in this process, through any Session with the same
+// workspace and key) run one at a time; turns on different sessions run in
+// parallel.
+type Session struct {
+	opts    Options
+	builder *prompt.Builder
+	store   Store
+	skills  messages.SkillExpander
+	cons    *consolidate.Consolidator
+	files   consolidate.Files
+	logger  *slog.Logger
+	ownB    bool
+	ownS    bool
+	turns   *keyLock
+
+	mu       sync.Mutex // guards the fields below
+	closed   bool
+	busy     bool // a background consolidation is running
+	bgWG     sync.WaitGroup
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+}
+
+// ErrClosed is returned by a Session used after Close.
+var ErrClosed = errors.New("session is closed")
+
+// Open opens the session opts.Key, creating nothing until the first turn is
+// saved.
+func Open(ctx context.Context, opts Options) (*Session, error) {
+	if opts.Workspace == nil {
+		return nil, errors.New("session: no workspace")
+	}
+	if opts.Key == "" {
+		return nil, errors.New("session: no key")
+	}
+	if opts.Client == nil {
+		return nil, errors.New("session: no model client")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.LockWait <= 0 {
+		opts.LockWait = 30 * time.Second
+	}
+	s := &Session{opts: opts, builder: opts.Builder, store: opts.Store, skills: opts.Skills, logger: opts.Logger}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.builder == nil {
+		s.builder, s.ownB = prompt.New(opts.Workspace), true
+	}
+	if s.store == nil {
+		s.store = NewFileStore(opts.Workspace.Abs(Dir), FileOptions{LockWait: opts.LockWait, Now: opts.Now})
+		s.ownS = true
+	}
+	if s.skills == nil {
+		set, err := s.builder.Skills()
+		if err != nil {
+			s.release()
+			return nil, err
+		}
+		s.skills = SkillExpander(set)
+	}
+	if c := opts.Consolidate; c != nil {
+		co := *c
+		if co.Client == nil {
+			co.Client = opts.Client
+		}
+		if co.Files == nil {
+			co.Files = consolidate.WorkspaceFiles{WS: opts.Workspace}
+		}
+		if co.Counter == nil {
+			co.Counter = opts.Counter
+		}
+		if co.Now == nil {
+			co.Now = opts.Now
+		}
+		if co.Logger == nil {
+			co.Logger = s.logger
+		}
+		if co.Counter != nil {
+			s.cons, s.files = consolidate.New(co), co.Files
+		}
+	}
+	s.turns = lockFor(opts.Workspace.Root() + "\x00" + opts.Key)
+	s.bgCtx, s.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
+	return s, nil
+}
+
+// Key is the session's key.
+func (s *Session) Key() string { return s.opts.Key }
+
+// Store is where the session is kept.
+func (s *Session) Store() Store { return s.store }
+
+// Builder is the prompt builder the session renders with.
+func (s *Session) Builder() *prompt.Builder { return s.builder }
+
+// TurnInput is one user message.
+type TurnInput struct {
+	// Text is the message as typed; /name and $name expand to skills for
+	// this turn only (the saved message keeps the text as typed).
+	Text string
+	// Media are image paths to attach.
+	Media []string
+	// OnDelta receives the reply as it streams; optional.
+	OnDelta func(string)
+}
+
+// TurnResult is what a turn did.
+type TurnResult struct {
+	// Reply is the model's reply, or the part that arrived before it was
+	// cut.
+	Reply string
+	// Cut is why the reply stopped early, "" when it is whole.
+	Cut   string
+	Usage llm.Usage
+	// Build is the report of the message list sent.
+	Build messages.Report
+	// Saved tells whether the turn reached the store.
+	Saved bool
+	// PromptErr is a problem rendering the prompt that did not stop the
+	// turn (a prompt over budget).
+	PromptErr error
+}
+
+// Turn runs one turn: the prompt from the cached builder, the message list
+// from messages.Build over the saved history, the model call, then saving
+// the user's message and the reply, extraction, and consolidation when due.
+//
+// The user's message is saved whatever happens to the reply. A reply cut by
+// ctx (Ctrl-C, a signal, a client gone) or by a broken stream is saved as
+// far as it came, marked with CutKey; the error is returned after saving.
+// Saving does not depend on ctx, so a cancelled turn is still kept.
+func (s *Session) Turn(ctx context.Context, in TurnInput) (TurnResult, error) {
+	var res TurnResult
+	if err := s.turns.lock(ctx); err != nil {
+		return res, err
+	}
+	defer s.turns.unlock()
+	if s.isClosed() {
+		return res, ErrClosed
+	}
+	start := s.opts.Now()
+
+	pr, perr := s.builder.Render(ctx, s.opts.Prompt)
+	if pr == nil {
+		return res, fmt.Errorf("system prompt: %w", perr)
+	}
+	res.PromptErr = perr
+	st, err := s.store.Load(ctx, s.opts.Key)
+	if err != nil {
+		return res, err
+	}
+	history, _ := messages.Clean(st.Unconsolidated(), messages.CleanOptions{})
+	built, err := messages.Build(messages.Turn{
+		System:  pr.Prompt,
+		History: history,
+		Message: in.Text,
+		Media:   in.Media,
+		Runtime: messages.Runtime{
+			Now: start, Location: s.opts.Location, Channel: s.opts.Channel,
+			ChatID: s.opts.Key, SenderID: s.opts.User, Placement: s.opts.Placement,
+		},
+		Skills: s.skills,
+	}, messages.Options{Counter: s.opts.Counter})
+	if err != nil {
+		return res, err
+	}
+	res.Build = built.Report
+
+	onDelta := in.OnDelta
+	if onDelta == nil {
+		onDelta = func(string) {}
+	}
+	resp, callErr := s.opts.Client.Stream(ctx, toRequest(built.Messages, s.opts.Model), onDelta)
+	res.Reply, res.Usage = resp.Content, resp.Usage
+
+	user := messages.Message{Role: messages.RoleUser, Content: messages.TextContent(savedText(in)), Time: start.UTC()}
+	saved := []messages.Message{user}
+	if callErr != nil {
+		res.Cut = cutReason(ctx, callErr)
+	}
+	if resp.Content != "" || len(resp.ToolCalls) > 0 {
+		reply := messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(resp.Content), Time: s.opts.Now().UTC()}
+		if res.Cut != "" {
+			reason, _ := json.Marshal(res.Cut)
+			reply.Extra = map[string]json.RawMessage{CutKey: reason}
+		}
+		saved = append(saved, reply)
+	}
+	// Saving outlives ctx: what the user typed is kept even when the
+	// turn was cancelled.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.LockWait+5*time.Second)
+	saveErr := s.store.Append(sctx, s.opts.Key, saved...)
+	cancel()
+	if saveErr != nil {
+		return res, errors.Join(callErr, fmt.Errorf("save session: %w", saveErr))
+	}
+	res.Saved = true
+
+	all := append(append([]messages.Message(nil), st.Messages...), saved...)
+	if callErr == nil {
+		s.extract(all)
+		s.maybeConsolidate(all, st.LastConsolidated)
+	}
+	return res, callErr
+}
+
+// savedText is the user's message as kept: the text as typed, and a
+// placeholder per attached image (the image itself is not kept).
+func savedText(in TurnInput) string {
+	t := in.Text
+	for range in.Media {
+		if t != "" {
+			t += "\n"
+		}
+		t += "[image]"
+	}
+	return t
+}
+
+// cutReason says why a reply stopped: ctx's cause when ctx ended, else the
+// error.
+func cutReason(ctx context.Context, err error) string {
+	if ctx.Err() != nil {
+		if c := context.Cause(ctx); c != nil && c != context.Canceled {
+			return c.Error()
+		}
+		return "interrupted"
+	}
+	return err.Error()
+}
+
+func (s *Session) extract(all []messages.Message) {
+	if s.opts.Extract == nil {
+		return
+	}
+	job := extract.Job{Chat: s.opts.Key, User: s.opts.User, Messages: all}
+	if err := s.opts.Extract.Submit(job); err != nil {
+		s.logger.Warn("extract: "+err.Error(), "session", s.opts.Key)
+	}
+}
+
+// maybeConsolidate starts a background consolidation when the history is
+// due and none runs in this session. It does not wait for another
+// process's consolidation: the next turn tries again.
+func (s *Session) maybeConsolidate(all []messages.Message, last int) {
+	if s.cons == nil || !s.cons.Due(all, last) {
+		return
+	}
+	s.mu.Lock()
+	if s.busy || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.busy = true
+	s.bgWG.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.bgWG.Done()
+		defer func() { s.mu.Lock(); s.busy = false; s.mu.Unlock() }()
+		_, err := Consolidate(s.bgCtx, s.store, s.opts.Key, s.cons, s.files, ConsolidateOptions{LockWait: -1})
+		if err != nil && !errors.Is(err, errLockBusy) {
+			s.logger.Error("consolidate: "+err.Error(), "session", s.opts.Key)
+		}
+	}()
+}
+
+// New archives what is not consolidated yet into the memory files (when
+// consolidation is on) and starts the session over. If archiving fails the
+// session is kept whole and the error says why.
+func (s *Session) New(ctx context.Context) error {
+	if err := s.turns.lock(ctx); err != nil {
+		return err
+	}
+	defer s.turns.unlock()
+	if s.isClosed() {
+		return ErrClosed
+	}
+	s.bgWG.Wait()
+	if s.cons == nil {
+		st, err := s.store.Load(ctx, s.opts.Key)
+		if err != nil {
+			return err
+		}
+		return s.store.Trim(ctx, s.opts.Key, len(st.Messages))
+	}
+	_, err := Consolidate(ctx, s.store, s.opts.Key, s.cons, s.files, ConsolidateOptions{All: true, Trim: true, LockWait: s.opts.LockWait})
+	if err != nil {
+		return fmt.Errorf("archiving failed, session kept: %w", err)
+	}
+	return nil
+}
+
+// Close waits for a running consolidation within ctx (or
+// DefaultShutdownWait when ctx has no deadline), then releases what Open
+// made. A consolidation still running then is stopped; its chunk stays
+// unconsolidated and is taken again next time.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultShutdownWait)
+		defer cancel()
+	}
+	done := make(chan struct{})
+	go func() { s.bgWG.Wait(); close(done) }()
+	var errs []error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.bgCancel()
+		<-done
+		errs = append(errs, errors.New("consolidation still running at close was stopped; its messages stay unconsolidated"))
+	}
+	s.bgCancel()
+	dropLock(s.opts.Workspace.Root() + "\x00" + s.opts.Key)
+	errs = append(errs, s.release())
+	return errors.Join(errs...)
+}
+
+func (s *Session) release() error {
+	var errs []error
+	if s.ownS && s.store != nil {
+		errs = append(errs, s.store.Close())
+	}
+	if s.ownB && s.builder != nil {
+		errs = append(errs, s.builder.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Session) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// keyLock serializes turns on one session key within this process; the
+// store's file lock covers other processes.
+type keyLock struct {
+	ch   chan struct{}
+	refs int
+}
+
+var (
+	keyLocksMu sync.Mutex
+	keyLocks   = map[string]*keyLock{}
+)
+
+func lockFor(key string) *keyLock {
+	keyLocksMu.Lock()
+	defer keyLocksMu.Unlock()
+	l := keyLocks[key]
+	if l == nil {
+		l = &keyLock{ch: make(chan struct{}, 1)}
+		keyLocks[key] = l
+	}
+	l.refs++
+	return l
+}
+
+func dropLock(key string) {
+	keyLocksMu.Lock()
+	defer keyLocksMu.Unlock()
+	if l := keyLocks[key]; l != nil {
+		if l.refs--; l.refs <= 0 {
+			delete(keyLocks, key)
+		}
+	}
+}
+
+func (l *keyLock) lock(ctx context.Context) error {
+	select {
+	case l.ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *keyLock) unlock() { <-l.ch }

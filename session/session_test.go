@@ -1,0 +1,226 @@
+package session_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/llm/llmtest"
+	"github.com/loomctx/loom/messages"
+	"github.com/loomctx/loom/session"
+	"github.com/loomctx/loom/workspace"
+)
+
+// newWorkspace makes a small workspace with one skill.
+func newWorkspace(t *testing.T) *workspace.Workspace {
+	t.Helper()
+	dir := t.TempDir()
+	write(t, dir, "AGENTS.md", "# Agent\nBe brief.\n")
+	write(t, dir, "skills/tea/SKILL.md", "---\nname: tea\ndescription: How to brew tea.\n---\nBoil water, wait three minutes.\n")
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return ws
+}
+
+func write(t *testing.T, dir, rel, text string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func open(t *testing.T, ws *workspace.Workspace, client llm.Client, key string) *session.Session {
+	t.Helper()
+	s, err := session.Open(context.Background(), session.Options{
+		Workspace: ws, Key: key, Channel: "cli", User: "ana", Client: client,
+		Now: func() time.Time { return time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+func TestTurnBuildsSavesAndReplays(t *testing.T) {
+	srv := llmtest.New(t, llmtest.OpenAI)
+	srv.Push(llmtest.Reply{Text: "Hello Ana."}, llmtest.Reply{Text: "Boil it."})
+	client, err := llm.New(srv.Config(), llmtest.Options(nil)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := newWorkspace(t)
+	s := open(t, ws, client, "cli_ana")
+	var streamed strings.Builder
+	res, err := s.Turn(context.Background(), session.TurnInput{Text: "hi", OnDelta: func(d string) { streamed.WriteString(d) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reply != "Hello Ana." || streamed.String() != "Hello Ana." || !res.Saved || res.Cut != "" {
+		t.Fatalf("result %+v, streamed %q", res, streamed.String())
+	}
+	res, err = s.Turn(context.Background(), session.TurnInput{Text: "/tea please"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Build.Expansions) != 1 || res.Build.Expansions[0].Name != "tea" {
+		t.Errorf("skill not expanded: %+v", res.Build.Expansions)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	msgs := reqs[1].JSON["messages"].([]any)
+	if len(msgs) != 4 { // system, user, assistant, user
+		t.Fatalf("second request has %d messages: %s", len(msgs), reqs[1].Body)
+	}
+	sys := msgs[0].(map[string]any)["content"].(string)
+	if !strings.Contains(sys, "Be brief.") {
+		t.Errorf("system prompt lacks AGENTS.md: %q", sys)
+	}
+	if got := msgs[1].(map[string]any)["content"]; got != "hi" {
+		t.Errorf("replayed user message %q: the runtime block must not be replayed", got)
+	}
+	cur := msgs[3].(map[string]any)["content"].(string)
+	if !strings.Contains(cur, `<skill_content name="tea"`) || !strings.Contains(cur, "Boil water") ||
+		!strings.Contains(cur, messages.RuntimeOpen) || !strings.Contains(cur, "/tea please") {
+		t.Errorf("current message: %q", cur)
+	}
+
+	// The file: metadata, then four messages with timestamps; the skill
+	// body and the runtime block are not kept.
+	data, err := os.ReadFile(filepath.Join(ws.Root(), ".loom/sessions/cli_ana.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := messages.ReadSession(bytes.NewReader(data), "s", messages.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Meta == nil || h.Meta.Key != "cli_ana" || len(h.Messages) != 4 {
+		t.Fatalf("saved %+v %d messages:\n%s", h.Meta, len(h.Messages), data)
+	}
+	if h.Messages[2].Content.Text != "/tea please" || h.Messages[0].Time.IsZero() {
+		t.Errorf("saved user message %+v", h.Messages[2])
+	}
+	fi, _ := os.Stat(filepath.Join(ws.Root(), ".loom/sessions/cli_ana.jsonl"))
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("session file mode %v, want 0600", fi.Mode().Perm())
+	}
+}
+
+// stubClient streams a scripted reply; with block set it sends the first
+// piece and then waits for the context to end, as a slow model does.
+type stubClient struct {
+	mu     sync.Mutex
+	block  bool
+	reply  string
+	gotReq []llm.Request
+	// started is closed when a blocking stream has sent its first piece.
+	started chan struct{}
+}
+
+func (c *stubClient) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	return c.Stream(ctx, req, func(string) {})
+}
+
+func (c *stubClient) Stream(ctx context.Context, req llm.Request, on func(string)) (llm.Response, error) {
+	c.mu.Lock()
+	c.gotReq = append(c.gotReq, req)
+	c.mu.Unlock()
+	if !c.block {
+		on(c.reply)
+		return llm.Response{Content: c.reply}, nil
+	}
+	on("partial ")
+	if c.started != nil {
+		close(c.started)
+	}
+	<-ctx.Done()
+	return llm.Response{Content: "partial "}, errors.Join(llm.ErrStreamCut, ctx.Err())
+}
+
+func TestCancelledTurnKeepsUserAndPartialReply(t *testing.T) {
+	ws := newWorkspace(t)
+	c := &stubClient{block: true, started: make(chan struct{})}
+	s := open(t, ws, c, "cli_ana")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() { <-c.started; cancel(errors.New("signal: terminated")) }()
+	res, err := s.Turn(ctx, session.TurnInput{Text: "tell me a long story"})
+	if err == nil {
+		t.Fatal("a cut turn returned no error")
+	}
+	if !res.Saved || res.Cut != "signal: terminated" || res.Reply != "partial " {
+		t.Fatalf("result %+v", res)
+	}
+	st, err := s.Store().Load(context.Background(), "cli_ana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Messages) != 2 || st.Messages[0].Content.Text != "tell me a long story" || st.Messages[1].Content.Text != "partial " {
+		t.Fatalf("saved %+v", st.Messages)
+	}
+	if why, ok := session.IsCut(st.Messages[1]); !ok || why != "signal: terminated" {
+		t.Errorf("partial reply not marked as cut: %q %v", why, ok)
+	}
+	// The next turn replays both.
+	c.block, c.reply = false, "ok"
+	if _, err := s.Turn(context.Background(), session.TurnInput{Text: "go on"}); err != nil {
+		t.Fatal(err)
+	}
+	last := c.gotReq[len(c.gotReq)-1]
+	if len(last.Messages) != 3 || last.Messages[0].Content.Text != "tell me a long story" || last.Messages[1].Content.Text != "partial " {
+		t.Errorf("replayed %+v", last.Messages)
+	}
+}
+
+func TestTurnsOnOneSessionAreSerialized(t *testing.T) {
+	ws := newWorkspace(t)
+	c := &stubClient{reply: "ok"}
+	a := open(t, ws, c, "k")
+	b := open(t, ws, c, "k") // a second Session on the same key
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		go func() {
+			defer wg.Done()
+			if _, err := s.Turn(context.Background(), session.TurnInput{Text: "m" + itoa(i)}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	st, err := a.Store().Load(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Messages) != 40 {
+		t.Fatalf("%d messages, want 40", len(st.Messages))
+	}
+	for i := 0; i < 40; i += 2 {
+		if st.Messages[i].Role != messages.RoleUser || st.Messages[i+1].Role != messages.RoleAssistant {
+			t.Fatalf("message %d: turns interleaved: %s then %s", i, st.Messages[i].Role, st.Messages[i+1].Role)
+		}
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
