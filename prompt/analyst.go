@@ -5,7 +5,6 @@ import (
 
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/prompt/dialects"
-	"github.com/loomctx/loom/starter"
 	"github.com/loomctx/loom/workspace"
 )
 
@@ -151,11 +150,12 @@ func (st *state) userRules() md.Node {
 	if !ok {
 		return nil
 	}
+	var origin string
 	switch {
 	case strings.TrimSpace(f.Text) == "":
 		return nil
-	case starter.IsUntouched(f.Path, f.Text):
-		st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still loom's starter template")
+	case isTemplate(f.Path, f.Text, &origin):
+		st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still %s", origin)
 		return nil
 	}
 	return st.section("rules", md.Sec(2, "User Rules", md.Text(strings.TrimRight(f.Text, "\n")))).From(f.Path)

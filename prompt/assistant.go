@@ -84,6 +84,7 @@ func osName(goos string) string {
 func (st *state) bootstrap() md.Node {
 	var files md.Group
 	for _, name := range BootstrapFiles {
+		var origin string
 		section := strings.ToLower(strings.TrimSuffix(name, ".md"))
 		if st.disabled(section) {
 			continue
@@ -96,8 +97,8 @@ func (st *state) bootstrap() md.Node {
 		case strings.TrimSpace(f.Text) == "":
 			st.diags.Add(workspace.Warning, f.Path, 0, "prompt.empty-file", "left out: the file is empty")
 			continue
-		case starter.IsUntouched(name, f.Text):
-			st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still loom's starter template")
+		case isTemplate(name, f.Text, &origin):
+			st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still %s", origin)
 			continue
 		}
 		files = append(files, st.section(section,
@@ -212,4 +213,12 @@ func adopt(n md.Node, name string, fn func(*md.Scope)) md.Node {
 
 func skillsOpts(level int) skills.PromptOptions {
 	return skills.PromptOptions{Level: level}
+}
+
+// isTemplate reports whether text is still a template nobody filled in, and
+// sets *origin to where the template comes from.
+func isTemplate(rel, text string, origin *string) bool {
+	o, ok := starter.Template(rel, text)
+	*origin = o
+	return ok
 }

@@ -121,8 +121,8 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 	}
 	if !opts.Subagent && !st.disabled("memory") {
 		if f, ok := ws.Read("memory/MEMORY.md", &st.diags); ok && strings.TrimSpace(f.Text) != "" {
-			if starter.IsUntouched("memory/MEMORY.md", f.Text) {
-				st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still loom's starter template")
+			if origin, ok := starter.Template("memory/MEMORY.md", f.Text); ok {
+				st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still %s", origin)
 			} else {
 				st.memoryText = f
 			}

@@ -76,11 +76,31 @@ func hasDiag(res *prompt.Result, path, substr string) bool {
 }
 
 func TestNanobotWorkspace(t *testing.T) {
-	res := render(t, copyTree(t, "../../shared/testdata/workspaces/nanobot"), prompt.Options{})
+	dir := copyTree(t, "../../shared/testdata/workspaces/nanobot")
+	res := render(t, dir, prompt.Options{})
 	if res.Report.Preset != prompt.Assistant {
 		t.Fatalf("preset %s, want assistant (no loom.yaml, no databases/ or RULES.md)", res.Report.Preset)
 	}
 	golden.Check(t, "nanobot", []byte(res.Prompt))
+	// nanobot's untouched onboarding questionnaire and memory template say
+	// nothing about the user: they are left out, with a diagnostic.
+	for _, f := range []string{"USER.md", "memory/MEMORY.md"} {
+		if !hasDiag(res, f, "nanobot's onboarding") {
+			t.Errorf("no diagnostic for nanobot's %s template: %v", f, res.Report.Diagnostics)
+		}
+	}
+	if strings.Contains(res.Prompt, "## USER.md") || strings.Contains(res.Prompt, "Long-term Memory") {
+		t.Error("an untouched nanobot template is in the prompt")
+	}
+	// Filled in, they are kept.
+	for _, f := range []string{"USER.md", "memory/MEMORY.md"} {
+		p := filepath.Join(dir, f)
+		b, _ := os.ReadFile(p)
+		if err := os.WriteFile(p, append(b, "\n- Name: Ada\n"...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res = render(t, dir, prompt.Options{})
 	// nanobot's part order and headings.
 	order := []string{"# loom", "## AGENTS.md", "## SOUL.md", "## USER.md", "## TOOLS.md", "# Memory", "## Long-term Memory", "# Active Skills", "# Skills"}
 	last := -1

@@ -4,7 +4,9 @@
 package starter
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"io/fs"
 	"path"
 	"slices"
@@ -50,16 +52,61 @@ var untouched = sync.OnceValue(func() map[string][]string {
 	return m
 })
 
+//go:embed known.txt
+var knownText string
+
+type knownTemplate struct{ path, sum, origin string }
+
+// known is known.txt parsed: other agents' onboarding templates.
+var known = sync.OnceValue(func() []knownTemplate {
+	var out []knownTemplate
+	for _, line := range strings.Split(knownText, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.SplitN(line, " ", 3)
+		if len(f) == 3 {
+			out = append(out, knownTemplate{f[0], f[1], f[2]})
+		}
+	}
+	return out
+})
+
+// Template reports whether text, the content of the workspace file at rel,
+// is still a template nobody filled in: one of loom's starter files, or an
+// onboarding template of another agent listed in known.txt. origin says
+// which, for a diagnostic ("loom's starter template", "nanobot's
+// onboarding questionnaire (v0.1.4.post4)").
+func Template(rel, text string) (origin string, ok bool) {
+	rel = path.Clean(rel)
+	t := trim(text)
+	if texts, found := untouched()[rel]; found && slices.Contains(texts, t) {
+		return "loom's starter template", true
+	}
+	var sum string
+	for _, k := range known() {
+		if k.path != rel {
+			continue
+		}
+		if sum == "" {
+			h := sha256.Sum256([]byte(t))
+			sum = hex.EncodeToString(h[:])
+		}
+		if k.sum == sum {
+			return k.origin, true
+		}
+	}
+	return "", false
+}
+
 // IsUntouched reports whether text, the content of the workspace file at the
-// slash-relative path rel, is still the starter template for rel of any
-// preset. Trailing whitespace and CRLF line ends are ignored, so an editor
+// slash-relative path rel, is still a template for rel: loom's starter file
+// of any preset, or another agent's onboarding template (see [Template]). Trailing whitespace and CRLF line ends are ignored, so an editor
 // that adds a final newline or saves with CRLF does not count as an edit.
 func IsUntouched(rel, text string) bool {
-	texts, ok := untouched()[path.Clean(rel)]
-	if !ok {
-		return false
-	}
-	return slices.Contains(texts, trim(text))
+	_, ok := Template(rel, text)
+	return ok
 }
 
 func trim(s string) string {
