@@ -133,7 +133,7 @@ func decodeProblem(err error) error {
 	case errors.As(err, &syn):
 		return Errorf(http.StatusBadRequest, CodeBadJSON, "request body is not valid JSON at byte %d: %v", syn.Offset, syn)
 	case errors.As(err, &typ):
-		field := typ.Field
+		field := jsonField(typ.Field)
 		if field == "" {
 			return Errorf(http.StatusBadRequest, CodeBadJSON, "request body must be a JSON object, not %s", typ.Value)
 		}
@@ -149,6 +149,16 @@ func decodeProblem(err error) error {
 		return p
 	}
 	return Errorf(http.StatusBadRequest, CodeBadJSON, "request body: %v", err)
+}
+
+// jsonField drops the Go names of embedded structs from a decoder's field
+// path ("RenderRequest.budget" → "budget"): JSON names are snake_case.
+func jsonField(f string) string {
+	parts := strings.Split(f, ".")
+	for len(parts) > 1 && parts[0] != "" && parts[0][0] >= 'A' && parts[0][0] <= 'Z' {
+		parts = parts[1:]
+	}
+	return strings.Join(parts, ".")
 }
 
 func jsonKind(goKind string) string {

@@ -68,6 +68,7 @@ func (s *Server) routes() {
 		s.reply(w, r, v, err)
 	})
 	s.HandleWorkspace("POST /v1/workspaces/{ws}/render", s.render)
+	s.HandleWorkspace("POST /v1/workspaces/{ws}/messages", s.api(s.buildMessages))
 	s.HandleWorkspace("GET /v1/workspaces/{ws}/skills", s.api(s.listSkills))
 	s.HandleWorkspace("GET /v1/workspaces/{ws}/skills/{name}", s.api(s.getSkill))
 	s.HandleWorkspace("POST /v1/workspaces/{ws}/skills/{name}/expand", s.api(s.expandSkill))

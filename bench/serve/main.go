@@ -1,0 +1,307 @@
+// Command serve-load is the load benchmark of `loom serve` (bench/serve).
+//
+// It starts `loom serve` on a workspace, measures its cold start (process
+// start to the first 200 on /readyz), then runs a bounded closed-loop load
+// — C concurrent clients for D each — against, in turn:
+//
+//   - floor: a bare net/http server in its own process that answers every
+//     request with the same bytes loom's render answers, from memory;
+//   - render: POST /v1/workspaces/default/render;
+//   - render-304: the same with If-None-Match;
+//   - messages: POST .../messages with a history of H messages;
+//
+// and prints req/s, p50, p99 and max latency and errors for each, with
+// render's throughput as a share of the floor's, and loom's RSS after each
+// phase (and after -soak of extra render load, to see whether it grows).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	var (
+		loom     = flag.String("loom", "loom", "the loom binary")
+		ws       = flag.String("w", "", "workspace folder")
+		conc     = flag.Int("c", 64, "concurrent clients")
+		dur      = flag.Duration("d", 30*time.Second, "duration of each phase")
+		hist     = flag.Int("history", 200, "messages in the history of the messages phase")
+		soak     = flag.Duration("soak", 0, "extra render load after the phases, RSS printed each minute")
+		floorArg = flag.String("floor", "", "internal: serve this file's bytes as the floor server")
+	)
+	flag.Parse()
+	if *floorArg != "" {
+		serveFloor(*floorArg)
+		return
+	}
+	if *ws == "" {
+		fmt.Fprintln(os.Stderr, "serve-load: -w DIR is required")
+		os.Exit(2)
+	}
+	if err := run(*loom, *ws, *conc, *dur, *hist, *soak); err != nil {
+		fmt.Fprintln(os.Stderr, "serve-load:", err)
+		os.Exit(1)
+	}
+}
+
+// serveFloor answers every request with the file's bytes: the least any
+// HTTP server can do for the same response.
+func serveFloor(path string) {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(ln.Addr().String())
+	n := strconv.Itoa(len(body))
+	http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", n)
+		w.Write(body)
+	}))
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+// start runs a command and reads its address from the first line of out
+// matching prefix.
+func start(cmd *exec.Cmd, fromStderr bool, prefix string) (*proc, error) {
+	var pipe io.ReadCloser
+	var err error
+	if fromStderr {
+		pipe, err = cmd.StderrPipe()
+	} else {
+		pipe, err = cmd.StdoutPipe()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+				select {
+				case addr <- a:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return &proc{cmd: cmd, addr: strings.TrimPrefix(a, "http://")}, nil
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		return nil, errors.New("no address from " + cmd.Path)
+	}
+}
+
+func rssKB(pid int) int {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
+}
+
+func run(loom, ws string, conc int, dur time.Duration, hist int, soak time.Duration) error {
+	// Cold start: process start to the first 200 on /readyz. The port is
+	// chosen here so polling can begin at once.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	t0 := time.Now()
+	cmd := exec.Command(loom, "serve", "-w", ws, "--addr", addr, "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer cmd.Process.Kill()
+	var cold time.Duration
+	for {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				cold = time.Since(t0)
+				break
+			}
+		}
+		if time.Since(t0) > 30*time.Second {
+			return errors.New("loom serve never became ready")
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	base := "http://" + addr
+	pid := cmd.Process.Pid
+	fmt.Printf("workspace %s, %d clients, %s per phase\n", ws, conc, dur)
+	fmt.Printf("cold start (process start to first 200 on /readyz): %.1f ms\n\n", float64(cold.Microseconds())/1000)
+
+	renderBody := []byte(`{"channel":"slack","user":"u1"}`)
+	res, err := http.Post(base+"/v1/workspaces/default/render", "application/json", bytes.NewReader(renderBody))
+	if err != nil {
+		return err
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	etag := res.Header.Get("ETag")
+	if res.StatusCode != 200 || etag == "" {
+		return fmt.Errorf("render: %d %s", res.StatusCode, page)
+	}
+	tmp, err := os.CreateTemp("", "floor-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	tmp.Write(page)
+	tmp.Close()
+	self, _ := os.Executable()
+	floor, err := start(exec.Command(self, "-floor", tmp.Name()), false, "")
+	if err != nil {
+		return err
+	}
+	defer floor.cmd.Process.Kill()
+
+	var h []map[string]string
+	for i := 0; i < hist; i++ {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		h = append(h, map[string]string{"role": role, "content": fmt.Sprintf("Message %d of the conversation, with a little text to carry.", i)})
+	}
+	msgBody, _ := json.Marshal(map[string]any{"message": "And now?", "history": h, "channel": "slack", "user": "u1", "now": "2026-01-02T03:04:05Z"})
+
+	fmt.Printf("prompt: %d bytes of response; messages request: %d bytes\n\n", len(page), len(msgBody))
+	fmt.Printf("%-12s %10s %9s %9s %9s %7s %9s\n", "phase", "req/s", "p50 ms", "p99 ms", "max ms", "errors", "rss MiB")
+	floorRes := load("http://"+floor.addr+"/", renderBody, nil, conc, dur, 200)
+	floorRes.print("floor", 0)
+	rend := load(base+"/v1/workspaces/default/render", renderBody, nil, conc, dur, 200)
+	rend.print("render", rssKB(pid))
+	nm := load(base+"/v1/workspaces/default/render", renderBody, map[string]string{"If-None-Match": etag}, conc, dur, 304)
+	nm.print("render-304", rssKB(pid))
+	msg := load(base+"/v1/workspaces/default/messages", msgBody, nil, conc, dur, 200)
+	msg.print("messages", rssKB(pid))
+	fmt.Printf("\nrender throughput / floor: %.2f; render p99 %.2f ms (goal ≥ 0.50 and < 5 ms)\n",
+		rend.rps/floorRes.rps, ms(rend.p(0.99)))
+	if soak > 0 {
+		fmt.Printf("\nsoak: render load, RSS each minute\n")
+		start := rssKB(pid)
+		for m := 1; time.Duration(m)*time.Minute <= soak; m++ {
+			r := load(base+"/v1/workspaces/default/render", renderBody, nil, conc, time.Minute, 200)
+			fmt.Printf("  minute %2d: %8.0f req/s, rss %.1f MiB (start %.1f)\n", m, r.rps, float64(rssKB(pid))/1024, float64(start)/1024)
+		}
+	}
+	return nil
+}
+
+type result struct {
+	n, errs int
+	rps     float64
+	lat     []time.Duration
+}
+
+func (r *result) p(q float64) time.Duration {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	return r.lat[min(len(r.lat)-1, int(q*float64(len(r.lat))))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (r *result) print(name string, rss int) {
+	rs := "-"
+	if rss > 0 {
+		rs = fmt.Sprintf("%.1f", float64(rss)/1024)
+	}
+	fmt.Printf("%-12s %10.0f %9.3f %9.3f %9.2f %7d %9s\n", name, r.rps, ms(r.p(0.5)), ms(r.p(0.99)), ms(r.p(1)), r.errs, rs)
+}
+
+// load runs conc clients, each sending the request again as soon as the
+// last answer is read, for dur.
+func load(url string, body []byte, headers map[string]string, conc int, dur time.Duration, want int) *result {
+	tr := &http.Transport{MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), dur)
+	defer cancel()
+	var mu sync.Mutex
+	total := &result{}
+	var wg sync.WaitGroup
+	begin := time.Now()
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			errs := 0
+			for ctx.Err() == nil {
+				req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				for k, v := range headers {
+					req.Header.Set(k, v)
+				}
+				t := time.Now()
+				res, err := client.Do(req)
+				if err != nil {
+					if ctx.Err() == nil {
+						errs++
+					}
+					continue
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				lat = append(lat, time.Since(t))
+				if res.StatusCode != want {
+					errs++
+				}
+			}
+			mu.Lock()
+			total.lat = append(total.lat, lat...)
+			total.errs += errs
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(begin)
+	slices.Sort(total.lat)
+	total.n = len(total.lat)
+	total.rps = float64(total.n) / elapsed.Seconds()
+	return total
+}

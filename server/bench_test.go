@@ -1,0 +1,71 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/loomctx/loom/server"
+)
+
+// benchWorkspace is the shared generator's large workspace when
+// ../../shared/bench/make-workspace is there, else the small test one.
+func benchWorkspace(b *testing.B) string {
+	dir := b.TempDir()
+	gen := filepath.Join("..", "..", "shared", "bench", "make-workspace")
+	if _, err := os.Stat(gen); err == nil {
+		if out, err := exec.Command("python3", gen, "large", dir).CombinedOutput(); err != nil {
+			b.Fatalf("make-workspace: %v\n%s", err, out)
+		}
+		return dir
+	}
+	return writeWorkspace(b, dir)
+}
+
+func benchRoute(b *testing.B, path string, body []byte, header ...string) {
+	s, err := server.New(server.Options{Dir: benchWorkspace(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	h := s.Handler()
+	do := func() *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := do(); rec.Code >= 400 {
+		b.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		do()
+	}
+}
+
+func BenchmarkRender(b *testing.B) {
+	benchRoute(b, "/v1/workspaces/default/render", []byte(`{"channel":"slack","user":"u1"}`))
+}
+
+func BenchmarkMessages200(b *testing.B) {
+	var h []map[string]string
+	for i := 0; i < 200; i++ {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		h = append(h, map[string]string{"role": role, "content": fmt.Sprintf("Message %d of the conversation, with a little text to carry.", i)})
+	}
+	body, _ := json.Marshal(map[string]any{"message": "And now?", "history": h, "channel": "slack", "user": "u1", "now": "2026-01-02T03:04:05Z"})
+	benchRoute(b, "/v1/workspaces/default/messages", body)
+}

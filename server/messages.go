@@ -1,0 +1,230 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/messages"
+	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/skills"
+	"github.com/loomctx/loom/tokens"
+)
+
+// MessagesRequest is the body of POST .../messages: the render options of
+// [RenderRequest], plus the turn. It is the JSON form of `loom messages`.
+type MessagesRequest struct {
+	RenderRequest
+
+	// Message is the current message's text.
+	Message string `json:"message"`
+	// Role is user (the default) or assistant.
+	Role string `json:"role,omitempty"`
+	// History is the conversation so far, as OpenAI-style messages.
+	History []json.RawMessage `json:"history,omitempty"`
+	// Clean applies history hygiene first (runtime blocks removed, images
+	// replaced, huge tool results cut, tool calls kept in pairs).
+	Clean bool `json:"clean,omitempty"`
+	// Format is openai (the default), anthropic or json.
+	Format string `json:"format,omitempty"`
+	// Placement puts the runtime block before or after (the default) the text.
+	Placement string `json:"placement,omitempty"`
+	SenderID  string `json:"sender_id,omitempty"`
+	// NoRuntime leaves the runtime block out.
+	NoRuntime bool `json:"no_runtime,omitempty"`
+	// CacheHistory and CacheTTL shape the anthropic format's breakpoints.
+	CacheHistory   bool   `json:"cache_history,omitempty"`
+	CacheTTL       string `json:"cache_ttl,omitempty"`
+	MinCacheTokens int    `json:"min_cache_tokens,omitempty"`
+}
+
+// MessagesResponse is one turn's message list in the format asked for,
+// with the build report (prefix sha256 and tokens, section and history
+// hashes, skills expanded, warnings) and the render's report.
+type MessagesResponse struct {
+	Format string `json:"format"`
+	// Messages holds the list: loom's neutral messages (json), OpenAI Chat
+	// Completions messages (openai), or the Anthropic request's system
+	// blocks and messages (anthropic).
+	Messages any             `json:"messages"`
+	Report   messages.Report `json:"report"`
+	Render   prompt.Report   `json:"render"`
+}
+
+// maxHistory bounds the messages of one request.
+const maxHistory = 10_000
+
+// Sections names the top-level sections of a rendered prompt by their byte
+// ranges, for messages.Build's cache report.
+func Sections(res *prompt.Result) []messages.Section {
+	var out []messages.Section
+	for _, e := range res.Report.Sections {
+		if e.Start >= 0 && e.End >= e.Start {
+			out = append(out, messages.Section{Name: e.Name, Start: e.Start, End: e.End})
+		}
+	}
+	return out
+}
+
+// SkillExpander adapts a skill set to messages.SkillExpander.
+type SkillExpander struct{ Set *skills.Set }
+
+// Expand implements messages.SkillExpander.
+func (s SkillExpander) Expand(text string) (string, []messages.Expansion, error) {
+	out, uses := s.Set.Expand(text, 0)
+	exps := make([]messages.Expansion, len(uses))
+	for i, u := range uses {
+		exps[i] = messages.Expansion{Name: u.Name, Ref: u.Ref, Path: u.Path, Cut: u.Cut}
+	}
+	return out, exps, nil
+}
+
+// Counter returns the counter a turn's prefix is counted with: the
+// request's encoding or model, else loom.yaml's, else the default.
+func Counter(cfg *config.Config, encoding, model string) tokens.Counter {
+	if encoding != "" || model != "" {
+		cfg = &config.Config{Encoding: encoding, Model: model}
+	}
+	switch {
+	case cfg != nil && cfg.Encoding != "":
+		if c, err := tokens.Get(cfg.Encoding); err == nil {
+			return c
+		}
+	case cfg != nil && cfg.Model != "":
+		c, _ := tokens.ForModel(cfg.Model)
+		return c
+	}
+	c, _ := tokens.Get(tokens.Default)
+	return c
+}
+
+func (s *Server) buildMessages(r *http.Request, ws *Workspace) (any, error) {
+	var q MessagesRequest
+	if err := DecodeJSON(r, &q); err != nil {
+		return nil, err
+	}
+	switch q.Format {
+	case "":
+		q.Format = "openai"
+	case "openai", "anthropic", "json":
+	default:
+		return nil, FieldErrorf("format", "must be openai, anthropic or json")
+	}
+	switch q.Role {
+	case "", "user", "assistant":
+	default:
+		return nil, FieldErrorf("role", "must be user or assistant")
+	}
+	switch q.Placement {
+	case "", "before", "after":
+	default:
+		return nil, FieldErrorf("placement", "must be before or after")
+	}
+	switch q.CacheTTL {
+	case "", "5m", "1h":
+	default:
+		return nil, FieldErrorf("cache_ttl", "must be 5m or 1h")
+	}
+	if q.MinCacheTokens < 0 {
+		return nil, FieldErrorf("min_cache_tokens", "must be positive")
+	}
+	if len(q.History) > maxHistory {
+		return nil, FieldErrorf("history", "more than %d messages", maxHistory)
+	}
+	if len(q.SenderID) > maxOptionBytes {
+		return nil, FieldErrorf("sender_id", "longer than %d bytes", maxOptionBytes)
+	}
+	if q.Message == "" && q.NoRuntime {
+		return nil, FieldErrorf("message", "is empty")
+	}
+	res, overErr, err := s.renderResult(r, ws, &q.RenderRequest)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(ws.Door)
+	if err != nil {
+		return nil, Errorf(http.StatusUnprocessableEntity, "config_invalid", "%v", err)
+	}
+	set, err := s.skillSet(ws)
+	if err != nil {
+		return nil, err
+	}
+	rt := messages.Runtime{Channel: q.Channel, ChatID: q.ChatID, SenderID: q.SenderID,
+		Placement: messages.Placement(q.Placement), Location: time.UTC, Omit: q.NoRuntime}
+	if zone := firstNonEmpty(q.TZ, cfg.Timezone); zone != "" {
+		if loc, err := time.LoadLocation(zone); err == nil {
+			rt.Location = loc
+		}
+	}
+	if q.Now != "" {
+		rt.Now, _ = time.Parse(time.RFC3339, q.Now) // checked by Options
+	}
+	history, err := DecodeHistory(q.History, "history")
+	if err != nil {
+		return nil, err
+	}
+	if q.Clean {
+		history, _ = messages.Clean(history, messages.CleanOptions{})
+	}
+	built, err := messages.Build(messages.Turn{
+		System: res.Prompt, SystemSections: Sections(res), History: history,
+		Message: q.Message, Role: messages.Role(q.Role), Runtime: rt, Skills: SkillExpander{set},
+	}, messages.Options{Counter: Counter(cfg, q.Encoding, q.Model), MinCacheTokens: q.MinCacheTokens})
+	if err != nil {
+		return nil, buildProblem(err)
+	}
+	if overErr != nil {
+		built.Report.Warnings = append(built.Report.Warnings, overErr.Error())
+	}
+	out := MessagesResponse{Format: q.Format, Report: built.Report, Render: res.Report}
+	switch q.Format {
+	case "openai":
+		if out.Messages, err = built.OpenAI(); err != nil {
+			return nil, buildProblem(err)
+		}
+	case "anthropic":
+		if out.Messages, err = built.Anthropic(q.CacheHistory, q.CacheTTL); err != nil {
+			return nil, buildProblem(err)
+		}
+	default:
+		out.Messages = built.Messages
+	}
+	return out, nil
+}
+
+// DecodeHistory decodes messages one by one, so an error names the
+// message: field[i].
+func DecodeHistory(raw []json.RawMessage, field string) ([]messages.Message, error) {
+	out := make([]messages.Message, len(raw))
+	for i, m := range raw {
+		if err := json.Unmarshal(m, &out[i]); err != nil {
+			return nil, FieldErrorf(fmt.Sprintf("%s[%d]", field, i), "%v", err)
+		}
+	}
+	return out, nil
+}
+
+// buildProblem names the history message or the current message a build
+// refused.
+func buildProblem(err error) error {
+	var idx int
+	if _, e := fmt.Sscanf(err.Error(), "history message %d:", &idx); e == nil {
+		return FieldErrorf(fmt.Sprintf("history[%d]", idx), "%v", err)
+	}
+	if errors.Is(err, messages.ErrEmptyMessage) {
+		return FieldErrorf("message", "%v", err)
+	}
+	return FieldErrorf("message", "%v", err)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
