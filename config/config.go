@@ -15,11 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
-
 	"github.com/loomctx/loom/internal/redact"
 	"github.com/loomctx/loom/workspace"
 )
@@ -83,8 +78,7 @@ type Config struct {
 	// defaults.
 	File string `yaml:"-"`
 
-	lines  map[string]int      // key path → line, for Line
-	values map[string]ast.Node // key path → value node, for type checks
+	lines map[string]int // key path → line, for Line
 }
 
 // Budget holds token budgets. Zero means unlimited.
@@ -204,31 +198,16 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // MarshalText writes d as a duration string.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
-// UnmarshalYAML reads a duration string. A bare number is refused: its unit
-// would be a guess.
-func (d *Duration) UnmarshalYAML(node ast.Node) error {
-	s, ok := node.(*ast.StringNode)
-	if !ok {
-		return &nodeError{node.GetToken(), fmt.Sprintf("expected a duration such as \"300ms\", got %s", describe(node))}
-	}
-	v, err := time.ParseDuration(s.Value)
+// UnmarshalText reads a duration string, so that a Config read back from
+// its JSON is the same Config.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
 	if err != nil {
-		return &nodeError{node.GetToken(), fmt.Sprintf("invalid duration %q (write it like \"300ms\" or \"2s\")", s.Value)}
-	}
-	if v < 0 {
-		return &nodeError{node.GetToken(), fmt.Sprintf("duration %q is negative", s.Value)}
+		return err
 	}
 	*d = Duration(v)
 	return nil
 }
-
-// nodeError is a value error found while decoding one node.
-type nodeError struct {
-	tok *token.Token
-	msg string
-}
-
-func (e *nodeError) Error() string { return e.msg }
 
 // Defaults that [Default] fills in and [Load] keeps for keys
 // loom.yaml does not set.
@@ -339,49 +318,6 @@ func DetectPreset(ws *workspace.Workspace) string {
 	return PresetAssistant
 }
 
-// Parse decodes and checks the text of a loom.yaml; name is used in
-// error messages. Keys it does not set keep their defaults, and Preset
-// stays "" when not given.
-func Parse(name string, data []byte) (*Config, error) {
-	cfg := Default()
-	cfg.File = name
-	cfg.lines, cfg.values = map[string]int{}, map[string]ast.Node{}
-	file, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		return nil, yamlError(name, err, nil, nil)
-	}
-	var body ast.Node
-	for _, doc := range file.Docs {
-		if doc == nil || doc.Body == nil {
-			continue
-		}
-		if body != nil {
-			return nil, &Error{File: name, Line: line(doc.Body), Msg: "more than one YAML document"}
-		}
-		body = doc.Body
-	}
-	if body == nil { // empty or only comments
-		return cfg, nil
-	}
-	owners := map[*token.Token]string{}
-	index(body, "", cfg, owners)
-	switch unwrap(body).(type) {
-	case *ast.MappingNode, *ast.MappingValueNode:
-	default:
-		return nil, &Error{File: name, Line: line(body), Msg: fmt.Sprintf("expected a mapping of settings, got %s", describe(body))}
-	}
-	var raw Config
-	if err := yaml.NodeToValue(body, &raw, yaml.Strict()); err != nil {
-		return nil, yamlError(name, err, owners, cfg.lines)
-	}
-	raw.File, raw.lines, raw.values = name, cfg.lines, cfg.values
-	raw.fillDefaults(cfg)
-	if err := raw.validate(); err != nil {
-		return nil, err
-	}
-	return &raw, nil
-}
-
 // Line returns the line of a key in loom.yaml, written as a dotted path
 // with list indexes: "preset", "budget.sections.memory", "disable[2]". It
 // returns 0 for a key the file does not set. Callers use it to place
@@ -441,14 +377,7 @@ func (c *Config) validate() error {
 		}
 	}
 	positive := func(key string, n int64) {
-		if _, isInt := c.values[key].(*ast.IntegerNode); c.has(key) && !isInt {
-			// go-yaml would quietly truncate 1.5 to 1
-			got := describe(c.values[key])
-			if f, ok := c.values[key].(*ast.FloatNode); ok {
-				got = f.GetToken().Value
-			}
-			fail(key, "expected a whole number, got %s", got)
-		} else if c.has(key) && n <= 0 {
+		if c.has(key) && n <= 0 {
 			fail(key, "must be a positive number, got %d", n)
 		}
 	}
@@ -564,176 +493,7 @@ func (l LLMConfig) ConsolidationEnabled() bool {
 	return l.Provider != ""
 }
 
-// yamlError turns a go-yaml error into a one-line *Error. The library's
-// own rendering spans several lines and quotes the source; loom reports
-// "file:line: message" like a compiler.
-func yamlError(name string, err error, owners map[*token.Token]string, lines map[string]int) error {
-	var (
-		tk  *token.Token
-		msg string
-	)
-	var ne *nodeError
-	var ye yaml.Error
-	switch {
-	case errors.As(err, &ne):
-		tk, msg = ne.tok, ne.msg
-	case errors.As(err, &ye):
-		tk, msg = ye.GetToken(), ye.GetMessage()
-		var (
-			te *yaml.TypeError
-			ue *yaml.UnexpectedNodeTypeError
-			de *yaml.DuplicateKeyError
-		)
-		switch {
-		case errors.As(err, &te):
-			msg = fmt.Sprintf("expected %s, got %s", kindName(te.DstType.String()), kindName(srcName(te)))
-		case errors.As(err, &ue):
-			msg = fmt.Sprintf("expected %s, got %s", nodeTypeName(ue.Expected), nodeTypeName(ue.Actual))
-		case errors.As(err, &de) && tk != nil:
-			msg = fmt.Sprintf("key %q is set twice", tk.Value)
-		}
-	default:
-		return &Error{File: name, Msg: err.Error()}
-	}
-	ln := 0
-	if tk != nil {
-		ln = tk.Position.Line
-		// Name the key, and give its line: for a block value that is the
-		// line a reader looks at.
-		if key, ok := owners[tk]; ok && key != "" {
-			ln = lines[key]
-			msg = key + ": " + msg
-		}
-	}
-	msg = strings.Join(strings.Fields(msg), " ") // one line, whatever the library wrote
-	return &Error{File: name, Line: ln, Msg: msg}
-}
-
-func nodeTypeName(t ast.NodeType) string {
-	switch t {
-	case ast.MappingType, ast.MappingValueType:
-		return "a mapping"
-	case ast.SequenceType:
-		return "a list"
-	case ast.StringType:
-		return "a string"
-	case ast.IntegerType:
-		return "a whole number"
-	case ast.FloatType:
-		return "a number"
-	case ast.BoolType:
-		return "true or false"
-	case ast.NullType:
-		return "nothing"
-	}
-	return "a " + strings.ToLower(t.String())
-}
-
-func srcName(te *yaml.TypeError) string {
-	if te.SrcType == nil {
-		return "nothing"
-	}
-	return te.SrcType.String()
-}
-
-// kindName turns a Go type into words a loom.yaml author knows.
-func kindName(t string) string {
-	t = strings.TrimPrefix(t, "*")
-	switch {
-	case t == "string":
-		return "a string"
-	case t == "bool":
-		return "true or false"
-	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
-		return "a whole number"
-	case strings.HasPrefix(t, "float"):
-		return "a number"
-	case strings.HasPrefix(t, "[]"):
-		return "a list"
-	case strings.HasPrefix(t, "map["), strings.HasPrefix(t, "config."):
-		return "a mapping"
-	}
-	return t
-}
-
-// index records the line of every key path under n (see [Config.Line]) and
-// which path each value node belongs to.
-func index(n ast.Node, key string, c *Config, owners map[*token.Token]string) {
-	n = unwrap(n)
-	if n == nil {
-		return
-	}
-	if _, ok := n.(*ast.MappingValueNode); !ok && key != "" {
-		c.values[key] = n
-	}
-	if _, ok := n.(*ast.MappingValueNode); !ok {
-		if tk := n.GetToken(); tk != nil {
-			if _, seen := owners[tk]; !seen { // a block mapping shares its first key's token
-				owners[tk] = key
-			}
-		}
-	}
-	switch n := n.(type) {
-	case *ast.MappingNode:
-		for _, mv := range n.Values {
-			index(mv, key, c, owners)
-		}
-	case *ast.MappingValueNode:
-		k := n.Key.GetToken().Value
-		if key != "" {
-			k = key + "." + k
-		}
-		c.lines[k] = line(n.Key)
-		index(n.Value, k, c, owners)
-	case *ast.SequenceNode:
-		for i, v := range n.Values {
-			k := indexKey(key, i)
-			c.lines[k] = line(v)
-			index(v, k, c, owners)
-		}
-	}
-}
-
-func unwrap(n ast.Node) ast.Node {
-	for {
-		switch v := n.(type) {
-		case *ast.TagNode:
-			n = v.Value
-		case *ast.AnchorNode:
-			n = v.Value
-		default:
-			return n
-		}
-	}
-}
-
 func indexKey(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" }
-
-func line(n ast.Node) int {
-	if n == nil || n.GetToken() == nil {
-		return 0
-	}
-	return n.GetToken().Position.Line
-}
-
-// describe names the kind of a YAML node for a message.
-func describe(n ast.Node) string {
-	switch unwrap(n).(type) {
-	case *ast.MappingNode, *ast.MappingValueNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.IntegerNode, *ast.FloatNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "true or false"
-	case *ast.NullNode:
-		return "nothing"
-	case *ast.StringNode:
-		return "a string"
-	}
-	return "a " + n.Type().String()
-}
 
 func sortedKeys(m map[string]int) []string {
 	keys := make([]string, 0, len(m))

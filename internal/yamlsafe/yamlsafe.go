@@ -1,0 +1,169 @@
+// Package yamlsafe parses YAML from untrusted files into a node tree in time
+// and memory linear in the input: the size is capped before parsing, flow
+// nesting ([[[…) is capped before the parser sees it, and every error is
+// one line with a line number.
+//
+// It wraps go.yaml.in/yaml/v3, whose parser is linear on the inputs that
+// made github.com/goccy/go-yaml quadratic (tens of thousands of keys, deep
+// flow nesting); config's BenchmarkParse shows both side by side.
+package yamlsafe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Limits bound one parse. Zero fields take the defaults below.
+type Limits struct {
+	MaxBytes int // default 1 MiB
+	MaxDepth int // flow nesting, default 64
+}
+
+// Defaults.
+const (
+	DefaultMaxBytes = 1 << 20
+	DefaultMaxDepth = 64
+)
+
+// Error is a problem with the YAML itself. Line is 1-based, 0 when the
+// parser gave none.
+type Error struct {
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	}
+	return e.Msg
+}
+
+// ErrTooLarge is wrapped by the error for input over Limits.MaxBytes.
+var ErrTooLarge = errors.New("too large")
+
+type tooLarge struct{ size, limit int }
+
+func (e tooLarge) Error() string {
+	return fmt.Sprintf("%d bytes is too large (the limit is %d)", e.size, e.limit)
+}
+func (e tooLarge) Unwrap() error { return ErrTooLarge }
+
+// Parse parses data as a single YAML document and returns its body: nil
+// for an empty document (only comments, or "---"). A second document is an
+// error on its line.
+func Parse(data []byte, lim Limits) (*yaml.Node, error) {
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = DefaultMaxBytes
+	}
+	if lim.MaxDepth <= 0 {
+		lim.MaxDepth = DefaultMaxDepth
+	}
+	if len(data) > lim.MaxBytes {
+		return nil, tooLarge{len(data), lim.MaxBytes}
+	}
+	if line := tooDeep(data, lim.MaxDepth); line > 0 {
+		return nil, &Error{Line: line, Msg: fmt.Sprintf("nested more than %d levels deep", lim.MaxDepth)}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err == io.EOF {
+		return nil, nil
+	} else if err != nil {
+		return nil, convert(err)
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == io.EOF:
+	case err != nil:
+		return nil, convert(err)
+	default:
+		line := next.Line
+		if len(next.Content) > 0 {
+			line = next.Content[0].Line
+		}
+		return nil, &Error{Line: line, Msg: "more than one YAML document"}
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil
+	}
+	body := doc.Content[0]
+	if body.Kind == yaml.ScalarNode && body.ShortTag() == "!!null" {
+		return nil, nil // "---" alone, or an explicit null
+	}
+	return body, nil
+}
+
+var lineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// convert turns a yaml.v3 error into a one-line *Error.
+func convert(err error) error {
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return &Error{Line: n, Msg: m[2]}
+	}
+	return &Error{Msg: strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// tooDeep returns the line where flow collections ([ and {) nest deeper
+// than max, or 0. It skips comments and quoted scalars, and counts only
+// brackets that can open a flow collection, so a bracket inside a plain
+// scalar (`note: a[1]`) is not counted; a rare miscount can only refuse a
+// file whose text nests brackets max deep, never let a deep one through.
+func tooDeep(data []byte, max int) int {
+	depth, line := 0, 1
+	boundary := true // at the start of a token: line start, after space , [ { :
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case c == '\n':
+			line++
+			boundary = true
+			continue
+		case c == '#' && boundary:
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+			i--
+			continue
+		case (c == '"' || c == '\'') && boundary:
+			for i++; i < len(data); i++ {
+				if data[i] == '\n' {
+					line++
+				}
+				if c == '"' && data[i] == '\\' {
+					i++
+					continue
+				}
+				if data[i] == c {
+					if c == '\'' && i+1 < len(data) && data[i+1] == '\'' {
+						i++
+						continue
+					}
+					break
+				}
+			}
+			boundary = false
+			continue
+		case (c == '[' || c == '{') && (boundary || depth > 0):
+			depth++
+			if depth > max {
+				return line
+			}
+			boundary = true
+			continue
+		case (c == ']' || c == '}') && depth > 0:
+			depth--
+		}
+		boundary = c == ' ' || c == '\t' || c == ',' || c == ':' || c == '-' && boundary
+	}
+	return 0
+}

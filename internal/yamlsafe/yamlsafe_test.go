@@ -1,0 +1,64 @@
+package yamlsafe
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"a: [", "line 1: did not find expected node content"},
+		{"a: 1\n---\nb: 2\n", "line 3: more than one YAML document"},
+		{"x: " + strings.Repeat("[", 65), "line 1: nested more than 64 levels deep"},
+	} {
+		_, err := Parse([]byte(tt.in), Limits{})
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if tt.want != "" && !strings.HasPrefix(got, tt.want) {
+			t.Errorf("%.20q: got %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if _, err := Parse(make([]byte, 11), Limits{MaxBytes: 10}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("size: %v", err)
+	}
+	for _, empty := range []string{"", "# c\n", "---\n", "null\n"} {
+		if n, err := Parse([]byte(empty), Limits{}); n != nil || err != nil {
+			t.Errorf("%q: %v %v", empty, n, err)
+		}
+	}
+}
+
+func TestTooDeep(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		line int
+	}{
+		{"a: [[[x]]]", 0},
+		{"a: '[[[[[[' \n", 0},
+		{"a: \"[[[[[[\\\"[[[\"\n", 0},
+		{"a: x[[[[[[\n", 0},
+		{"# [[[[[[\n", 0},
+		{"a: 1\nb: [[[[[[\n", 2},
+		{"a: [ '[[[[[[', [[[ ]]] ]", 0},
+		{"a: [ '[[[[[[', [[[[ ]]]] ]", 1},
+		{"a: [[[ # [[[[[[\n ]]]\n", 0},
+	} {
+		if got := tooDeep([]byte(tt.in), 4); got != tt.line {
+			t.Errorf("%q: line %d, want %d", tt.in, got, tt.line)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add("a: [b, {c: d}]\n")
+	f.Add("a: &x [1]\nb: *x\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		_, err := Parse([]byte(s), Limits{MaxBytes: 1 << 16})
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Fatalf("multi-line error %q", err)
+		}
+	})
+}
