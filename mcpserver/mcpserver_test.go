@@ -473,7 +473,7 @@ func TestRenderAndCount(t *testing.T) {
 
 func TestChangeNotifications(t *testing.T) {
 	root := testWorkspace(t)
-	_, c := connect(t, root, mcpserver.Options{Poll: 20 * time.Millisecond})
+	_, c := connect(t, root, mcpserver.Options{Poll: time.Hour, Debounce: 20 * time.Millisecond}) // the change feed alone
 	ctx := context.Background()
 	if err := c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "loom://prompt"}); err != nil {
 		t.Fatal(err)

@@ -19,10 +19,14 @@ import (
 	"github.com/loomctx/loom/workspace"
 )
 
-// DefaultPoll is how often a server looks for workspace changes unless
-// [Options.Poll] says otherwise. While the workspace's door is watching,
-// a look that finds nothing costs one atomic load.
-const DefaultPoll = 250 * time.Millisecond
+// DefaultPoll is how often a server looks for workspace changes besides the
+// change feed, unless [Options.Poll] says otherwise. While the workspace's
+// door is watching, a look that finds nothing costs one atomic load.
+const DefaultPoll = time.Second
+
+// DefaultDebounce is how long after the last event of a burst the server
+// refreshes, unless [Options.Debounce] says otherwise.
+const DefaultDebounce = 100 * time.Millisecond
 
 // Options configure a [Server]. The zero value serves the workspace-wide
 // memory scope with the clock's date.
@@ -35,9 +39,13 @@ type Options struct {
 	User string
 	// Now fixes the clock of every render (for tests); zero means the clock.
 	Now time.Time
-	// Poll is how often to look for workspace changes; 0 means DefaultPoll,
-	// and a negative value turns looking off (call [Server.Refresh] instead).
-	Poll time.Duration
+	// Changes are picked up from the workspace's change feed, Debounce
+	// after the last event of a burst (0 means DefaultDebounce). Poll is how
+	// often to look besides, for what the feed cannot see; 0 means
+	// DefaultPoll. A negative Poll turns both off (call [Server.Refresh]
+	// instead).
+	Debounce time.Duration
+	Poll     time.Duration
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
 }
@@ -112,6 +120,10 @@ func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 		},
 	})
+	if opts.Debounce == 0 {
+		opts.Debounce = DefaultDebounce
+		s.opts.Debounce = DefaultDebounce
+	}
 	if ws.Root() != "" {
 		if err := ws.Watch(); err != nil {
 			logger.Warn("workspace watch failed; changes are found by reading", "err", err)
@@ -125,7 +137,7 @@ func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 		return nil, err
 	}
 	if opts.Poll >= 0 {
-		go s.poll()
+		go s.watch()
 	} else {
 		close(s.done)
 	}
@@ -208,11 +220,24 @@ func (s *Server) Close() error {
 	return err
 }
 
-func (s *Server) poll() {
+// watch refreshes on every change the workspace's feed reports, and on a
+// timer as a safety net for what the feed cannot see (a file reached through
+// a symlink that leaves the workspace, an extra skills folder).
+func (s *Server) watch() {
 	defer close(s.done)
 	every := s.opts.Poll
 	if every == 0 {
 		every = DefaultPoll
+	}
+	var feed <-chan workspace.Change
+	if s.ws.Root() != "" {
+		ch, cancel, err := s.ws.Subscribe(s.opts.Debounce)
+		if err != nil {
+			s.log.Warn("workspace change feed unavailable; polling", "err", err)
+		} else {
+			feed = ch
+			defer cancel()
+		}
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -220,10 +245,18 @@ func (s *Server) poll() {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
-			if err := s.Refresh(context.Background()); err != nil {
-				s.log.Warn("refresh failed", "err", err)
+		case c, ok := <-feed:
+			if !ok {
+				feed = nil
+				continue
 			}
+			if c.Err != nil {
+				s.log.Warn("workspace watcher failed; polling", "err", c.Err)
+			}
+		case <-t.C:
+		}
+		if err := s.Refresh(context.Background()); err != nil {
+			s.log.Warn("refresh failed", "err", err)
 		}
 	}
 }

@@ -70,7 +70,7 @@ resources/updated for subscribers). Logs go to stderr.
 	fl.StringVarP(&opts.Dir, "workspace", "w", ".", "workspace folder")
 	fl.StringVar(&opts.User, "user", "", "serve this user's memories only (default: the whole workspace)")
 	fl.StringVar(&opts.Now, "now", "", "fix the clock, as RFC 3339 (for tests and reproducible output)")
-	fl.DurationVar(&opts.Poll, "poll", 0, "how often to look for workspace changes (default 250ms)")
+	fl.DurationVar(&opts.Poll, "poll", 0, "how often to look for workspace changes (besides the change feed; default 1s)")
 	return cmd
 }
 
