@@ -6,6 +6,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/loomctx/loom/workspace"
 )
 
 // EnvMemoryDB names the environment variable through which the operator
@@ -27,8 +29,11 @@ const DefaultMemoryDB = ".loom/memory.db"
 //   - .loom/memory.db.
 //
 // A workspace may come from someone else, so it never chooses a database
-// outside itself; that choice is the operator's. cfg may be nil. The path
-// is not opened or checked on disk here.
+// outside itself; that choice is the operator's. cfg may be nil. Nothing
+// is created here, but a path inside the workspace is checked on disk: no
+// existing component of it, nor of SQLite's -wal, -shm and -journal files
+// beside it, may be a symlink (a symlinked .loom/ would take the database
+// elsewhere), so the caller can hand the path to SQLite.
 func MemoryStoreLocation(root string, cfg *Config) (string, error) {
 	if op := strings.TrimSpace(os.Getenv(EnvMemoryDB)); op != "" {
 		abs, err := filepath.Abs(op)
@@ -50,6 +55,11 @@ func MemoryStoreLocation(root string, cfg *Config) (string, error) {
 			return "", &Error{File: file, Line: cfg.Line("memory.db"), Msg: "memory.db: " + msg}
 		}
 		rel = path.Clean(cfg.Memory.DB)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		if _, err := workspace.LocalPath(root, rel+suffix); err != nil {
+			return "", fmt.Errorf("memory database: %w", err)
+		}
 	}
 	return filepath.Join(root, filepath.FromSlash(rel)), nil
 }

@@ -258,15 +258,24 @@ func (w *Workspace) Remove(rel string) error {
 // [Workspace.MkdirAll] first to close the window in which someone else
 // could.
 func (w *Workspace) LocalPath(rel string) (string, error) {
+	if w.fsys != nil {
+		return "", &fs.PathError{Op: "open", Path: rel, Err: errors.ErrUnsupported}
+	}
+	return LocalPath(w.root, rel)
+}
+
+// LocalPath is [Workspace.LocalPath] for a workspace folder root (an
+// absolute path, as [Workspace.Root] gives) that is not open as a
+// Workspace.
+func LocalPath(root, rel string) (string, error) {
 	rel, err := writableRel(rel)
 	if err != nil {
 		return "", err
 	}
-	root, err := w.rootFD()
+	cur, err := openatRetry(unix.AT_FDCWD, root, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|pathFlag, 0)
 	if err != nil {
-		return "", err
+		return "", &fs.PathError{Op: "open", Path: root, Err: err}
 	}
-	cur := root
 	defer func() { unix.Close(cur) }()
 	parts := strings.Split(rel, "/")
 	for i, c := range parts {
@@ -288,7 +297,7 @@ func (w *Workspace) LocalPath(rel string) (string, error) {
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			return "", &fs.PathError{Op: "open", Path: at, Err: unix.ENOTDIR}
 		}
-		fd, err := walkOpen(cur, c, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		fd, err := walkOpen(cur, c, unix.O_DIRECTORY|pathFlag, 0)
 		if err != nil {
 			if errors.Is(err, errSymlinkMet) {
 				return "", &RefusedError{Path: at, Reason: ErrSymlink}
@@ -298,7 +307,7 @@ func (w *Workspace) LocalPath(rel string) (string, error) {
 		unix.Close(cur)
 		cur = fd
 	}
-	return filepath.Join(w.root, filepath.FromSlash(rel)), nil
+	return filepath.Join(root, filepath.FromSlash(rel)), nil
 }
 
 // openDir opens the folder dir ("" for the root) on the way to rel, with no
