@@ -110,7 +110,13 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 		if loc, err := time.LoadLocation(zone); err == nil {
 			st.loc = loc
 		} else {
-			st.diags.Add(workspace.Warning, cfg.File, cfg.Line("timezone"), "config.timezone", "unknown time zone %q; using UTC", zone)
+			if opts.Timezone != "" {
+				// The zone came from the caller (loom render --tz, a request),
+				// not from loom.yaml: say so, and do not point at the file.
+				st.diags.Add(workspace.Warning, "", 0, "prompt.timezone", "unknown time zone %q given for this render (--tz); using UTC", zone)
+			} else {
+				st.diags.Add(workspace.Warning, cfg.File, cfg.Line("timezone"), "config.timezone", "unknown time zone %q; using UTC", zone)
+			}
 		}
 	}
 

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -160,5 +161,19 @@ func TestWarningsOnceAndMemoriesFolded(t *testing.T) {
 	}
 	if n := strings.Count(out, `"name": "memory/`); n < 40 {
 		t.Errorf("the JSON report has %d memory entries, want one per memory", n)
+	}
+}
+
+// A bad flag value is a usage error (exit 2), the same in every command.
+func TestBadFlagValuesAreUsageErrors(t *testing.T) {
+	dir := writeWS(t, map[string]string{"AGENTS.md": "Hi.\n"})
+	for _, args := range [][]string{{"--encoding", "bogus"}, {"--tz", "Mars/Olympus"}} {
+		_, _, err := run(t, append([]string{"-w", dir}, args...)...)
+		var fe *cmdutil.FlagError
+		if !errors.As(err, &fe) {
+			t.Errorf("%v: error %v (%T), want a usage error", args, err, err)
+		} else if !strings.Contains(err.Error(), args[0]) {
+			t.Errorf("%v: the error does not name the flag: %v", args, err)
+		}
 	}
 }

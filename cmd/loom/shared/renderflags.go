@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/examples"
 	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/tokens"
 	"github.com/loomctx/loom/workspace"
 )
 
@@ -86,6 +88,14 @@ func (f *RenderFlags) Options() (prompt.Options, error) {
 	}
 	if f.Budget < 0 || (f.flags != nil && f.flags.Changed("budget") && f.Budget <= 0) {
 		return o, cmdutil.FlagErrorf("--budget must be a positive number of tokens")
+	}
+	if f.Encoding != "" && !slices.Contains(tokens.Names(), f.Encoding) {
+		return o, cmdutil.FlagErrorf("--encoding must be one of %s, not %q", strings.Join(tokens.Names(), ", "), f.Encoding)
+	}
+	if f.TZ != "" {
+		if _, err := time.LoadLocation(f.TZ); err != nil {
+			return o, cmdutil.FlagErrorf("--tz: unknown time zone %q (want an IANA name such as Europe/Paris)", f.TZ)
+		}
 	}
 	if f.Encoding != "" && f.Model != "" {
 		return o, cmdutil.FlagErrorf("--encoding and --model cannot be used together")
