@@ -228,11 +228,7 @@ func (w *Workspace) ReadDir(rel string) ([]fs.DirEntry, error) {
 }
 
 func (w *Workspace) readDir(rel string) ([]fs.DirEntry, error) {
-	real, err := w.resolve(rel)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := w.readDirReal(rel, real)
+	entries, err := w.readDirDirect(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -330,6 +326,18 @@ func RefusalMessage(err error) string {
 }
 
 func (w *Workspace) load(rel string) (*File, error) {
+	if inside(rel) {
+		// The common case, a path with no symlink on it, costs one open:
+		// then rel is its own real path, and openat2 proves it. Only a
+		// symlink met on the way sends the read through resolve.
+		data, st, err := w.readBeneath(rel, rel, w.maxSize.Load())
+		if err == nil {
+			return newFile(rel, data, idOf(st))
+		}
+		if !errors.Is(err, errSymlinkMet) {
+			return nil, err
+		}
+	}
 	for try := 0; ; try++ {
 		real, err := w.resolve(rel)
 		if err != nil {
@@ -396,6 +404,32 @@ func (w *Workspace) readBeneath(rel, relReal string, limit int64) ([]byte, fs.Fi
 		}
 	}
 	return buf[:n], st, nil
+}
+
+// readDirDirect lists rel with one open when no symlink is on its path,
+// else through resolve.
+func (w *Workspace) readDirDirect(rel string) ([]fs.DirEntry, error) {
+	if inside(rel) {
+		fh, err := w.openIn(rel, rel, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+		if err == nil {
+			defer fh.Close()
+			return fh.ReadDir(-1)
+		}
+		if !errors.Is(err, errSymlinkMet) {
+			return nil, err
+		}
+	}
+	real, err := w.resolve(rel)
+	if err != nil {
+		return nil, err
+	}
+	return w.readDirReal(rel, real)
+}
+
+// inside reports whether the clean relative path rel names something under
+// the root by its spelling alone (no "..", not absolute).
+func inside(rel string) bool {
+	return rel != ".." && !strings.HasPrefix(rel, "../") && !path.IsAbs(rel)
 }
 
 // readDirReal lists real, the resolved path of rel, opened relative to the
