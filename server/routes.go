@@ -69,6 +69,8 @@ func (s *Server) routes() {
 	})
 	s.HandleWorkspace("POST /v1/workspaces/{ws}/render", s.render)
 	s.HandleWorkspace("POST /v1/workspaces/{ws}/messages", s.api(s.buildMessages))
+	s.HandleWorkspace("POST /v1/workspaces/{ws}/sessions/{id}/turns", s.turn)
+	s.HandleWorkspace("GET /v1/workspaces/{ws}/sessions/{id}/messages", s.api(s.sessionMessages))
 	s.HandleWorkspace("GET /v1/workspaces/{ws}/skills", s.api(s.listSkills))
 	s.HandleWorkspace("GET /v1/workspaces/{ws}/skills/{name}", s.api(s.getSkill))
 	s.HandleWorkspace("POST /v1/workspaces/{ws}/skills/{name}/expand", s.api(s.expandSkill))

@@ -90,7 +90,7 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	wss, err := newWorkspaces(opts.Dir, opts.Root, !opts.NoWatch)
+	wss, err := newWorkspaces(opts.Dir, opts.Root, !opts.NoWatch, log)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +99,7 @@ func New(opts Options) (*Server, error) {
 		s.tokens = append(s.tokens, hashToken(t))
 	}
 	s.metrics = newMetrics(s.reg)
+	s.reg.MustRegister(newExtractMetrics(wss))
 	s.handler = s.middleware(s.mux)
 	s.routes()
 	s.ready = true
@@ -237,7 +238,7 @@ func (s *Server) closeAll(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, s.wss.close())
+	errs = append(errs, s.wss.drain(ctx), s.wss.close())
 	return errors.Join(errs...)
 }
 

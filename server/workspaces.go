@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,6 +30,8 @@ type Workspace struct {
 	rendered map[*prompt.Result]*encoded // encoded bodies of the builder's latest results
 	locks    map[string]*sessionLock     // one lock per session id
 	mem      memory.Store                // opened on first use
+	engine   *Engine                     // built on first turn
+	log      *slog.Logger
 }
 
 // encoded is a render result as sent: its body and its ETag.
@@ -42,13 +46,14 @@ func (w *Workspace) Root() string { return w.Door.Root() }
 type workspaces struct {
 	dir, root string
 	watch     bool
+	log       *slog.Logger
 
 	mu   sync.Mutex
 	open map[string]*Workspace
 }
 
-func newWorkspaces(dir, root string, watch bool) (*workspaces, error) {
-	wss := &workspaces{watch: watch, open: map[string]*Workspace{}}
+func newWorkspaces(dir, root string, watch bool, log *slog.Logger) (*workspaces, error) {
+	wss := &workspaces{watch: watch, log: log, open: map[string]*Workspace{}}
 	var err error
 	if dir != "" {
 		if wss.dir, err = filepath.Abs(dir); err != nil {
@@ -121,10 +126,35 @@ func (wss *workspaces) get(name string) (*Workspace, error) {
 			_ = err
 		}
 	}
-	w := &Workspace{Name: name, Door: door, Builder: prompt.New(door),
+	w := &Workspace{Name: name, Door: door, Builder: prompt.New(door), log: wss.log.With("workspace", name),
 		rendered: map[*prompt.Result]*encoded{}, locks: map[string]*sessionLock{}}
 	wss.open[name] = w
 	return w, nil
+}
+
+// list returns the open workspaces.
+func (wss *workspaces) list() []*Workspace {
+	wss.mu.Lock()
+	defer wss.mu.Unlock()
+	out := make([]*Workspace, 0, len(wss.open))
+	for _, w := range wss.open {
+		out = append(out, w)
+	}
+	return out
+}
+
+// drain closes every workspace's sessions and extraction queue within ctx.
+func (wss *workspaces) drain(ctx context.Context) error {
+	var errs []error
+	for _, w := range wss.list() {
+		w.mu.Lock()
+		e := w.engine
+		w.mu.Unlock()
+		if e != nil {
+			errs = append(errs, e.close(ctx))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (wss *workspaces) close() error {
