@@ -1,59 +1,72 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/loomctx/loom/internal/testenv"
 	"github.com/loomctx/loom/mcpserver"
 	"github.com/loomctx/loom/workspace"
 )
-
-// needComponent skips the test, or fails it under LOOM_REQUIRE_ALL=1, when
-// an outside component is missing.
-// TODO: switch to internal/testenv once it lands.
-func needComponent(t *testing.T, component, why string) {
-	t.Helper()
-	if os.Getenv("LOOM_REQUIRE_ALL") == "1" {
-		t.Fatalf("NEEDS %s: %s", component, why)
-	}
-	t.Skipf("NEEDS %s: %s", component, why)
-}
 
 // nodeModules returns the node_modules folder holding the official MCP
 // TypeScript SDK, and the node binary.
 func nodeModules(t *testing.T) (dir, node string) {
 	t.Helper()
-	dir = os.Getenv("LOOM_TEST_NODE_MODULES")
-	if dir == "" {
-		needComponent(t, "node_modules", "set LOOM_TEST_NODE_MODULES to a node_modules folder holding @modelcontextprotocol/sdk")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		needComponent(t, "node_modules", "LOOM_TEST_NODE_MODULES="+dir+" has no @modelcontextprotocol/sdk (npm install @modelcontextprotocol/sdk)")
-	}
+	dir = testenv.NodeModules(t, "@modelcontextprotocol/sdk")
 	node, err := exec.LookPath("node")
 	if err != nil {
-		needComponent(t, "node", "no node on PATH")
+		testenv.Missing(t, "node", "no node on PATH")
 	}
 	return dir, node
 }
 
-// buildLoom builds the loom binary into a temporary folder.
+var (
+	loomOnce sync.Once
+	loomBin  string
+	loomErr  string
+)
+
+// buildLoom builds the loom binary once per test process; TestMain removes
+// it.
 func buildLoom(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "loom")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/loomctx/loom/cmd/loom")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	loomOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "loom-mcp-e2e-")
+		if err != nil {
+			loomErr = err.Error()
+			return
+		}
+		loomBin = filepath.Join(dir, "loom")
+		out, err := exec.Command("go", "build", "-o", loomBin, "github.com/loomctx/loom/cmd/loom").CombinedOutput()
+		if err != nil {
+			loomErr = fmt.Sprintf("go build: %v\n%s", err, out)
+		}
+	})
+	if loomErr != "" {
+		t.Fatal(loomErr)
 	}
-	return bin
+	return loomBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if loomBin != "" {
+		os.RemoveAll(filepath.Dir(loomBin))
+	}
+	os.Exit(code)
 }
 
 // e2eWorkspace is the workspace the TypeScript client expects.
@@ -139,4 +152,53 @@ func TestStreamableHTTP(t *testing.T) {
 	if !strings.Contains(r.Contents[0].Text, "Be brief and exact.") {
 		t.Errorf("loom://prompt over HTTP lacks AGENTS.md")
 	}
+}
+
+// TestTypeScriptClientServe runs the client against `loom serve`'s
+// /v1/workspaces/default/mcp, behind a bearer token, and checks that a
+// request without the token is refused.
+func TestTypeScriptClientServe(t *testing.T) {
+	modules, node := nodeModules(t)
+	bin := buildLoom(t)
+	root := e2eWorkspace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "serve", "-w", root, "--addr", "127.0.0.1:0", "--token-env", "LOOM_E2E_TOKEN")
+	cmd.Env = append(os.Environ(), "LOOM_E2E_TOKEN=e2e-secret")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, a, ok := strings.Cut(sc.Text(), "serving on "); ok {
+				addr <- a
+			}
+		}
+	}()
+	var base string
+	select {
+	case base = <-addr:
+	case <-time.After(30 * time.Second):
+		t.Fatal("loom serve did not start within 30s")
+	}
+	url := base + "/v1/workspaces/default/mcp"
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("POST %s without a token: status %d, want 401", url, resp.StatusCode)
+	}
+	runClient(t, modules, node, "http", url, "e2e-secret", root)
 }
