@@ -22,7 +22,11 @@ func TestConcurrentWritersAndRenders(t *testing.T) {
 	}
 	s, _ := openTest(t)
 	counter := newBPE(t, tokens.O200kBase)
-	const writers, each = 8, 1000
+	const writers = 8
+	each := 1000
+	if raceEnabled {
+		each = 150 // the race detector slows SQLite about twentyfold
+	}
 	var done atomic.Bool
 	var readers sync.WaitGroup
 	var reads atomic.Int64

@@ -184,7 +184,7 @@ func TestLargeImportBesideWriters(t *testing.T) {
 	}
 	defer w.Close()
 	n := 20000
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		n = 2000
 	}
 	ms := make([]Memory, n)

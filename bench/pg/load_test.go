@@ -5,7 +5,7 @@
 //
 //	bash scripts/pg-test.sh go test -run Load -v ./bench/pg/
 //
-// LOOM_PG_LOAD_SECONDS sets each phase's length (default 5; the figures
+// LOOM_PG_LOAD_SECONDS sets each phase's length (default 3; the figures
 // reported in issue 17's note used 60). The test also checks what the
 // load must leave: every acknowledged memory write stored exactly once,
 // every forget applied, every chain of supersedes whole.
@@ -212,7 +212,7 @@ func loadSeconds() time.Duration {
 	if testing.Short() {
 		return time.Second
 	}
-	return 5 * time.Second
+	return 3 * time.Second
 }
 
 // TestLoad runs 4 PostgreSQL replicas × 16 clients, then 1 SQLite
