@@ -118,6 +118,13 @@ func ReadSessionFile(path string, opts HistoryOptions) (*History, error) {
 		return nil, &HistoryError{Path: path, Err: unwrapPath(err)}
 	}
 	defer f.Close()
+	return ReadSessionOpen(f, path, opts)
+}
+
+// ReadSessionOpen is ReadSessionFile for a file already open, such as one
+// opened through a workspace's door; path names it in errors. The caller
+// closes f.
+func ReadSessionOpen(f *os.File, path string, opts HistoryOptions) (*History, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, &HistoryError{Path: path, Err: unwrapPath(err)}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/loomctx/loom/internal/atomicfile"
 	"github.com/loomctx/loom/internal/filelock"
 	"github.com/loomctx/loom/messages"
+	"github.com/loomctx/loom/workspace"
 )
 
 // Dir holds session files, relative to the workspace folder.
@@ -31,6 +33,7 @@ const Dir = ".loom/sessions"
 // what is on disk then.
 type FileStore struct {
 	dir  string
+	ws   *workspace.Workspace // set: dir is relative to it, and I/O goes through its door
 	opts FileOptions
 	now  func() time.Time
 }
@@ -55,6 +58,16 @@ func NewFileStore(dir string, opts FileOptions) *FileStore {
 	return &FileStore{dir: dir, opts: opts, now: now}
 }
 
+// NewWorkspaceFileStore returns a store of session files in ws's
+// .loom/sessions folder ([Dir]), read and written through the workspace's
+// door: no symlink is followed, the folder is created 0700 and each file
+// 0600.
+func NewWorkspaceFileStore(ws *workspace.Workspace, opts FileOptions) *FileStore {
+	s := NewFileStore(Dir, opts)
+	s.ws = ws
+	return s
+}
+
 var unsafeKey = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
 // FileName is the file name of a session key: every character other than
@@ -69,10 +82,19 @@ func FileName(key string) string {
 }
 
 // Path is the file of session key.
-func (s *FileStore) Path(key string) string { return filepath.Join(s.dir, FileName(key)) }
+func (s *FileStore) Path(key string) string {
+	if s.ws != nil {
+		return s.ws.Abs(path.Join(s.dir, FileName(key)))
+	}
+	return filepath.Join(s.dir, FileName(key))
+}
 
 func (s *FileStore) file(key string) *File {
-	return &File{Path: s.Path(key), Key: key, LockWait: s.opts.LockWait, History: s.opts.History, Now: s.now}
+	f := &File{Path: s.Path(key), Key: key, LockWait: s.opts.LockWait, History: s.opts.History, Now: s.now}
+	if s.ws != nil {
+		f.ws, f.rel = s.ws, path.Join(s.dir, FileName(key))
+	}
+	return f
 }
 
 // Load implements Store.
@@ -109,10 +131,51 @@ type File struct {
 	LockWait time.Duration
 	History  messages.HistoryOptions
 	Now      func() time.Time
+
+	// Set by a workspace FileStore: every open goes through ws's door,
+	// at rel.
+	ws  *workspace.Workspace
+	rel string
 }
 
 func (f *File) lock(ctx context.Context) (*filelock.Lock, error) {
-	return filelock.Acquire(ctx, filelock.For(f.Path), f.LockWait)
+	p := filelock.For(f.Path)
+	if f.ws != nil {
+		// The lock file sits beside the session: its folder is made
+		// through the door, and a symlink in its place is refused.
+		if err := f.mkdir(); err != nil {
+			return nil, err
+		}
+		var err error
+		if p, err = f.ws.LocalPath(f.rel + ".lock"); err != nil {
+			return nil, err
+		}
+	}
+	return filelock.Acquire(ctx, p, f.LockWait)
+}
+
+// mkdir makes the file's folder, private.
+func (f *File) mkdir() error {
+	if f.ws != nil {
+		return f.ws.MkdirAll(path.Dir(f.rel), 0o700)
+	}
+	return os.MkdirAll(filepath.Dir(f.Path), 0o700)
+}
+
+// open opens the file, through the door when there is one.
+func (f *File) open(flag int, perm fs.FileMode) (*os.File, error) {
+	if f.ws != nil {
+		return f.ws.OpenFile(f.rel, flag, perm)
+	}
+	return os.OpenFile(f.Path, flag, perm)
+}
+
+// replace writes the whole file atomically, private.
+func (f *File) replace(data []byte) error {
+	if f.ws != nil {
+		return f.ws.WriteFileLimit(f.rel, data, 0o600, 0)
+	}
+	return atomicfile.WriteFile(f.Path, data, 0o600)
 }
 
 func (f *File) now() time.Time {
@@ -143,7 +206,25 @@ func (f *File) Load(ctx context.Context) (*State, error) {
 // read reads the file; the caller holds the lock. raw tells whether the
 // file exists.
 func (f *File) read() (*State, bool, error) {
-	h, err := messages.ReadSessionFile(f.Path, f.History)
+	var h *messages.History
+	var err error
+	var modTime time.Time
+	if f.ws != nil {
+		var file *os.File
+		file, err = f.ws.OpenFile(f.rel, os.O_RDONLY, 0)
+		if err == nil {
+			if fi, serr := file.Stat(); serr == nil {
+				modTime = fi.ModTime()
+			}
+			h, err = messages.ReadSessionOpen(file, f.Path, f.History)
+			file.Close()
+		}
+	} else {
+		h, err = messages.ReadSessionFile(f.Path, f.History)
+		if fi, serr := os.Stat(f.Path); serr == nil {
+			modTime = fi.ModTime()
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return &State{Key: f.key()}, false, nil
 	}
@@ -157,8 +238,8 @@ func (f *File) read() (*State, bool, error) {
 		}
 		st.CreatedAt, st.UpdatedAt, st.LastConsolidated, st.Meta = m.CreatedAt, m.UpdatedAt, m.LastConsolidated, m.Extra
 	}
-	if fi, err := os.Stat(f.Path); err == nil && fi.ModTime().After(st.UpdatedAt) {
-		st.UpdatedAt = fi.ModTime().UTC()
+	if modTime.After(st.UpdatedAt) {
+		st.UpdatedAt = modTime.UTC()
 	}
 	return st, true, nil
 }
@@ -176,10 +257,10 @@ func (f *File) Append(ctx context.Context, msgs ...messages.Message) error {
 		return err
 	}
 	defer l.Release()
-	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+	if err := f.mkdir(); err != nil {
 		return err
 	}
-	file, err := os.OpenFile(f.Path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	file, err := f.open(os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
@@ -251,7 +332,7 @@ func (f *File) MoveConsolidated(ctx context.Context, from, to int) error {
 // rewriteMeta replaces the metadata record and keeps every message line
 // byte for byte; the caller holds the lock and has just read st.
 func (f *File) rewriteMeta(st *State) error {
-	data, err := os.ReadFile(f.Path)
+	data, err := f.readAll()
 	if err != nil {
 		return err
 	}
@@ -268,7 +349,17 @@ func (f *File) rewriteMeta(st *State) error {
 	}
 	out := messages.AppendMeta(nil, f.meta(st))
 	out = append(out, body...)
-	return atomicfile.WriteFile(f.Path, out, 0o600)
+	return f.replace(out)
+}
+
+// readAll reads the whole file; the caller holds the lock.
+func (f *File) readAll() ([]byte, error) {
+	file, err := f.open(os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	return io.ReadAll(file)
 }
 
 func isMetaLine(line []byte) bool {
@@ -293,10 +384,10 @@ func (f *File) rewriteAll(st *State) error {
 			return err
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+	if err := f.mkdir(); err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(f.Path, out, 0o600)
+	return f.replace(out)
 }
 
 // Trim drops the first n messages under the lock; see Store.

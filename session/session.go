@@ -125,7 +125,7 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 		s.builder, s.ownB = prompt.New(opts.Workspace), true
 	}
 	if s.store == nil {
-		s.store = NewFileStore(opts.Workspace.Abs(Dir), FileOptions{LockWait: opts.LockWait, Now: opts.Now})
+		s.store = NewWorkspaceFileStore(opts.Workspace, FileOptions{LockWait: opts.LockWait, Now: opts.Now})
 		s.ownS = true
 	}
 	if s.skills == nil {

@@ -104,11 +104,19 @@ func (w *Workspace) OpenFile(rel string, flag int, perm fs.FileMode) (*os.File, 
 // 0600; nothing is ever widened). Data larger than [Workspace.MaxFileSize]
 // is refused.
 func (w *Workspace) WriteFile(rel string, data []byte, perm fs.FileMode) error {
+	return w.WriteFileLimit(rel, data, perm, w.maxSize.Load())
+}
+
+// WriteFileLimit is [Workspace.WriteFile] with its own size cap instead of
+// max_file_size; limit <= 0 means none. It is for files loom does not read
+// back through [Workspace.Load], such as session files, which have a cap
+// of their own.
+func (w *Workspace) WriteFileLimit(rel string, data []byte, perm fs.FileMode, limit int64) error {
 	rel, err := writableRel(rel)
 	if err != nil {
 		return err
 	}
-	if limit := w.maxSize.Load(); int64(len(data)) > limit {
+	if limit > 0 && int64(len(data)) > limit {
 		return &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("writing %d bytes; the limit (max_file_size) is %d", len(data), limit)}
 	}
 	dir, base := splitRel(rel)
