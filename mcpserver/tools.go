@@ -149,7 +149,7 @@ func (s *Server) openStore(create bool) (*memory.SQLite, []memory.Category, erro
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return nil, cats, nil
 		}
-	} else if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, err
 	}
 	st, err := memory.OpenSQLite(path, memory.WithCategories(cats))

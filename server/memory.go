@@ -53,7 +53,7 @@ func (ws *Workspace) store() (memory.Store, error) {
 			cats[i] = memory.Category{Name: c.Name, Label: c.Label}
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
 	st, err := memory.OpenSQLite(path, memory.WithCategories(cats))
