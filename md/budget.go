@@ -203,6 +203,9 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 		if a, ok := tries[k]; ok {
 			return a, nil
 		}
+		if debugTries != nil {
+			debugTries(k)
+		}
 		p.setCut(k)
 		text, recs, err := rd.pass(n, p)
 		if err != nil {
@@ -323,6 +326,9 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	return finish(hi, best)
 }
 
+// debugTries, when set by a test, is told of every cut the search renders.
+var debugTries func(k int)
+
 // report builds the report of a finished render.
 func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report {
 	rep := Report{Sections: []Entry{}}
@@ -374,6 +380,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 		}
 		return rep
 	}
+	last := p.last()
 	rendered := make(map[int]rec, len(recs))
 	for _, rc := range recs {
 		if rc.idx >= 0 {
@@ -411,7 +418,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 		case direct:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
 			e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d, among the lowest)", rd.budget, si.s.Priority)
-			if p.cutAt < 0 && p.addBack >= 0 && p.last() == idx {
+			if p.cutAt < 0 && p.addBack >= 0 && last == idx {
 				e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d; keeping it would make the prompt %d tokens)", rd.budget, si.s.Priority, p.addBack)
 			}
 		default:

@@ -10,3 +10,6 @@ func RenderDropping(n Node, c Counter, drop map[string]bool) string {
 	text, _, _ := (&Renderer{counter: c}).pass(n, p)
 	return text
 }
+
+// SetDebugTries sets a hook told of every cut the budget search renders.
+func SetDebugTries(fn func(k int)) { debugTries = fn }

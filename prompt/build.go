@@ -234,7 +234,22 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 	if st.opts.ChatID != "" && st.cfg.Memory.ExcludesCurrentChat() {
 		sel.ExcludeChat = st.opts.ChatID
 	}
+	// The selection depends only on the listing and these settings, so an
+	// unchanged store gives the same selection: it is kept, not made again.
+	selKey := fp + "\x00" + sel.ExcludeChat + "\x00" + strconv.Itoa(budget) + "\x00" + tokens.NameOf(st.counter)
+	for _, c := range cats {
+		selKey += "\x00" + c.Name + "=" + c.Label
+	}
+	b.mu.Lock()
+	cached, hit := b.memSel, b.memSelKey == selKey
+	b.mu.Unlock()
+	if hit {
+		return cached
+	}
 	s := memory.Select(list, cats, budget, st.counter, sel)
+	b.mu.Lock()
+	b.memSel, b.memSelKey = &s, selKey
+	b.mu.Unlock()
 	return &s
 }
 

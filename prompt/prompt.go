@@ -100,6 +100,10 @@ type Builder struct {
 	storeID string // path of the open store
 	memFP   string // the store's files when memList was listed
 	memList []memory.Memory
+	// memSel is the last memory selection, for the listing and settings in
+	// memSelKey.
+	memSel    *memory.Selection
+	memSelKey string
 	last    *lastRender
 }
 

@@ -100,7 +100,12 @@ func (cc *cachedCounter) Count(text string) int {
 	}
 	s.mu.Unlock()
 
-	n := cc.inner.Count(text)
+	var n int
+	if _, exact := cc.inner.(*bpe); exact && len(text) >= splitAt {
+		n = cc.countLines(text)
+	} else {
+		n = cc.inner.Count(text)
+	}
 	if key.short != "" {
 		key.short = strings.Clone(key.short)
 	}
@@ -124,4 +129,43 @@ func (s *cacheShard) put(key cacheKey, n, cost int) {
 	}
 	s.cur[key] = n
 	s.size += cost
+}
+
+// splitAt is the length from which a text missing from the cache is counted
+// line by line, each line through the cache.
+const splitAt = 1024
+
+// countLines counts a long text as the sum of its lines, each counted (and
+// remembered) on its own. A prompt that differs from the last one by a
+// dropped scope or an edited file then costs a count of the lines that
+// changed, not of the whole text. The sum is exact: it cuts only where the
+// byte-pair encodings' pre-tokenizer always ends a piece (see [safeCut]), so
+// no token can span two parts.
+func (cc *cachedCounter) countLines(text string) int {
+	n, start := 0, 0
+	for i := 1; i < len(text); i++ {
+		if text[i-1] == '\n' && safeCut(text[i]) {
+			n += cc.Count(text[start:i])
+			start = i
+		}
+	}
+	if start == 0 {
+		return cc.inner.Count(text)
+	}
+	return n + cc.Count(text[start:])
+}
+
+// safeCut reports whether a text may be cut before c when the byte before
+// is a newline. In o200k_base and cl100k_base a newline ends every piece
+// that holds it unless more white space follows (the newline run pieces),
+// or unless the piece is punctuation followed by newlines, which o200k_base
+// lets run on into a "/". Any other byte starts a new piece on both sides
+// of the cut. Multi-byte characters are not cut before: some are white
+// space.
+func safeCut(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '\v', '\f', '/':
+		return false
+	}
+	return c < 0x80
 }

@@ -1,0 +1,187 @@
+package prompt_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/workspace"
+)
+
+// engineWorkspace generates a workspace with the shared generator and
+// imports its memories.jsonl, once per size and machine. "x10" is the large
+// workspace with ten times the skills (2,000) and memories (20,000).
+func engineWorkspace(b *testing.B, size string) string {
+	b.Helper()
+	gen := "../../shared/bench/make-workspace"
+	if _, err := os.Stat(gen); err != nil {
+		b.Skip("the shared benchmark generator is not beside this checkout")
+	}
+	dir := filepath.Join(os.TempDir(), "loom-engine-"+size)
+	if _, err := os.Stat(filepath.Join(dir, ".ready")); err == nil {
+		return dir
+	}
+	os.RemoveAll(dir)
+	script := fmt.Sprintf(`
+import importlib.util, importlib.machinery, sys
+loader = importlib.machinery.SourceFileLoader("mw", %q)
+spec = importlib.util.spec_from_loader("mw", loader)
+mw = importlib.util.module_from_spec(spec); loader.exec_module(mw)
+mw.SIZES["x10"] = (1.0, 2000, 5, 50, 12, 20000)
+mw.main(sys.argv[1:])
+`, gen)
+	if out, err := exec.Command("python3", "-c", script, size, dir).CombinedOutput(); err != nil {
+		b.Fatalf("make-workspace: %v\n%s", err, out)
+	}
+	f, err := os.Open(filepath.Join(dir, "memories.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ms []memory.Memory
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m memory.Memory
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			b.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	f.Close()
+	store, err := memory.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := store.Import(context.Background(), ms); err != nil {
+		b.Fatal(err)
+	}
+	store.Close()
+	os.WriteFile(filepath.Join(dir, ".ready"), nil, 0o644)
+	return dir
+}
+
+func warmBuilder(b *testing.B, dir string, watch bool) (*prompt.Builder, *workspace.Workspace) {
+	b.Helper()
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if watch {
+		if err := ws.Watch(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { ws.Close() })
+	}
+	bl := prompt.New(ws)
+	b.Cleanup(func() { bl.Close() })
+	return bl, ws
+}
+
+func mustRender(b *testing.B, bl *prompt.Builder, opts prompt.Options) *prompt.Result {
+	res, err := bl.Render(context.Background(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return res
+}
+
+// BenchmarkRenderBudgeted is a warm render of the large workspace (2,000
+// memories) and of the 10× one (20,000), without a budget and at 8k and 32k
+// tokens. Each iteration changes nothing on disk but asks for a render with
+// a different chat, so no whole result can be reused: what is measured is
+// the budget search, the counting and the memory selection.
+func BenchmarkRenderBudgeted(b *testing.B) {
+	for _, size := range []string{"large", "x10"} {
+		for _, budget := range []int{0, 8000, 32000} {
+			b.Run(fmt.Sprintf("%s/budget=%d", size, budget), func(b *testing.B) {
+				bl, _ := warmBuilder(b, engineWorkspace(b, size), false)
+				opts := prompt.Options{Preset: prompt.Assistant, GOOS: "linux", GOARCH: "amd64", Budget: budget, MemoryBudget: 1 << 30}
+				mustRender(b, bl, opts)
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					i++
+					opts.ChatURL = fmt.Sprintf("https://chat.example/c/%d", i%2)
+					mustRender(b, bl, opts)
+				}
+			})
+		}
+	}
+}
+
+// editLoop edits one file between renders, alternating two contents, so
+// each render follows one real change.
+func editLoop(b *testing.B, bl *prompt.Builder, opts prompt.Options, path string) {
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.WriteFile(path, orig, 0o644) })
+	alt := append(append([]byte{}, orig...), "\nOne more line.\n"...)
+	mustRender(b, bl, opts)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		i++
+		data := orig
+		if i%2 == 1 {
+			data = alt
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		mustRender(b, bl, opts)
+	}
+}
+
+// BenchmarkRerenderAfterEdit renders again after one skill file, or one
+// bootstrap file, changed: with the workspace watched, and without a watch
+// (each file validated by its stat). BenchmarkRenderFull is the same render
+// from a new builder, the cost when nothing is reused.
+func BenchmarkRerenderAfterEdit(b *testing.B) {
+	for _, size := range []string{"large", "x10"} {
+		for _, watch := range []bool{true, false} {
+			for _, file := range []string{"skill", "bootstrap"} {
+				name := fmt.Sprintf("%s/watch=%v/%s", size, watch, file)
+				b.Run(name, func(b *testing.B) {
+					dir := engineWorkspace(b, size)
+					bl, _ := warmBuilder(b, dir, watch)
+					opts := prompt.Options{Preset: prompt.Assistant, GOOS: "linux", GOARCH: "amd64"}
+					path := filepath.Join(dir, "SOUL.md")
+					if file == "skill" {
+						entries, _ := os.ReadDir(filepath.Join(dir, "skills"))
+						path = filepath.Join(dir, "skills", entries[len(entries)/2].Name(), "SKILL.md")
+					}
+					editLoop(b, bl, opts, path)
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkRenderFull renders with a new workspace and builder each time,
+// in a process whose token counts are cached: the cost of a render that
+// reuses nothing of its own.
+func BenchmarkRenderFull(b *testing.B) {
+	for _, size := range []string{"large", "x10"} {
+		b.Run(size, func(b *testing.B) {
+			dir := engineWorkspace(b, size)
+			opts := prompt.Options{Preset: prompt.Assistant, GOOS: "linux", GOARCH: "amd64"}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := prompt.Render(context.Background(), dir, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
