@@ -104,7 +104,7 @@ type Builder struct {
 	// memSelKey.
 	memSel    *memory.Selection
 	memSelKey string
-	last    *lastRender
+	last      *lastRender
 }
 
 // New returns a builder for ws.
