@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
 	"time"
@@ -47,7 +48,7 @@ var ErrHistoryTooLarge = errors.New("history too large")
 
 // ErrNotAFile is wrapped by a HistoryError for a history path that names a
 // folder or another file that is not a regular file.
-var ErrNotAFile = errors.New("not a regular file")
+var ErrNotAFile = errors.New("not a history file")
 
 // HistoryOptions tunes ReadHistory. Zero fields take the defaults.
 type HistoryOptions struct {
@@ -129,17 +130,36 @@ func ReadSessionOpen(f *os.File, path string, opts HistoryOptions) (*History, er
 	if err != nil {
 		return nil, &HistoryError{Path: path, Err: unwrapPath(err)}
 	}
-	if st.IsDir() {
-		return nil, &HistoryError{Path: path, Err: fmt.Errorf("%w: it is a folder; give the history file inside it", ErrNotAFile)}
-	}
-	if !st.Mode().IsRegular() {
-		return nil, &HistoryError{Path: path, Err: fmt.Errorf("%w (%s)", ErrNotAFile, st.Mode().Type())}
+	if err := CheckHistoryFile(path, st); err != nil {
+		return nil, err
 	}
 	opts = opts.withDefaults()
 	if st.Size() > opts.MaxHistoryBytes {
 		return nil, &HistoryError{Path: path, Err: fmt.Errorf("%w: %d bytes, over the cap of %d", ErrHistoryTooLarge, st.Size(), opts.MaxHistoryBytes)}
 	}
 	return ReadSession(f, path, opts)
+}
+
+// CheckHistoryFile refuses what is not a regular file, with an error that
+// names the path and says what it is instead (a folder, a named pipe...).
+func CheckHistoryFile(path string, st fs.FileInfo) error {
+	if st.Mode().IsRegular() {
+		return nil
+	}
+	what := "not a regular file"
+	switch t := st.Mode().Type(); {
+	case t&fs.ModeDir != 0:
+		what = "a folder"
+	case t&fs.ModeNamedPipe != 0:
+		what = "a named pipe"
+	case t&fs.ModeSocket != 0:
+		what = "a socket"
+	case t&fs.ModeDevice != 0:
+		what = "a device"
+	case t&fs.ModeSymlink != 0:
+		what = "a symbolic link"
+	}
+	return &HistoryError{Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotAFile, what)}
 }
 
 // ReadSession reads OpenAI-style chat messages, one JSON object per line

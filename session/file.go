@@ -167,7 +167,7 @@ func (f *File) open(flag int, perm fs.FileMode) (*os.File, error) {
 	if f.ws != nil {
 		return f.ws.OpenFile(f.rel, flag, perm)
 	}
-	return os.OpenFile(f.Path, flag, perm)
+	return os.OpenFile(f.Path, flag|openFlags, perm)
 }
 
 // replace writes the whole file atomically, private.

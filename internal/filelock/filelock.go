@@ -116,14 +116,14 @@ func open(path string) (*flock.Flock, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	return flock.New(path, flock.SetPermissions(0o600)), nil
+	return flock.New(path, flock.SetPermissions(0o600), flock.SetFlag(os.O_CREATE|os.O_RDONLY|openFlags)), nil
 }
 
 // held records this process as the holder. The note is best effort: the
 // lock itself is the kernel's, not the file's content.
 func held(f *flock.Flock, path string) *Lock {
 	note := fmt.Sprintf("pid %d (%s)\n", os.Getpid(), filepath.Base(os.Args[0]))
-	if w, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0); err == nil {
+	if w, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|openFlags, 0); err == nil {
 		w.WriteString(note)
 		w.Close()
 	}
@@ -132,7 +132,7 @@ func held(f *flock.Flock, path string) *Lock {
 
 // holder reads the holder's note, bounded and on one line.
 func holder(path string) string {
-	r, err := os.Open(path)
+	r, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return ""
 	}

@@ -65,3 +65,28 @@ func TestCleanErrors(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// Every history reader takes the same formats: a session file as loom chat
+// and nanobot write it (metadata first, timestamps, unknown keys) is
+// cleaned like any history, and a folder is refused by name.
+func TestCleanSessionFileAndFolder(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cli_ana.jsonl")
+	os.WriteFile(p, []byte(`{"_type":"metadata","key":"cli:ana","created_at":"2026-03-01T10:00:00","last_consolidated":0}
+{"role":"user","content":"hi","timestamp":"2026-03-01T10:00:01"}
+{"role":"assistant","content":"yo","timestamp":"2026-03-01T10:00:02","loom_cut":"interrupted"}
+`), 0o600)
+	out, _, err := run(t, "", "clean", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"role":"user","content":"hi","timestamp":"2026-03-01T10:00:01Z"}` + "\n" +
+		`{"role":"assistant","content":"yo","timestamp":"2026-03-01T10:00:02Z","loom_cut":"interrupted"}` + "\n"
+	if out != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+	_, _, err = run(t, "", "clean", dir)
+	if err == nil || err.Error() != dir+": not a history file: it is a folder" {
+		t.Errorf("folder: got %v", err)
+	}
+}

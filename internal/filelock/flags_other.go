@@ -1,0 +1,5 @@
+//go:build !unix
+
+package filelock
+
+const openFlags = 0
