@@ -1,12 +1,13 @@
 package messages
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/loomctx/loom/internal/jsonout"
 )
 
 // Report is what a build saw: the stable prefix's fingerprint, the images
@@ -190,14 +191,7 @@ type Output struct {
 
 // JSON writes the result in the json format, indented, ending in a newline.
 func (r *Result) JSON() ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(Output{Messages: r.Messages, Report: r.Report}); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return jsonout.Marshal(Output{Messages: r.Messages, Report: r.Report})
 }
 
 // ReadReport reads the report from a previous json-format output, for

@@ -24,11 +24,25 @@ func (s Severity) String() string {
 // MarshalText makes a Severity encode as "warning" or "error" in JSON.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads "warning" or "error", so that a result read back
+// from its JSON is the same result.
+func (s *Severity) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "warning":
+		*s = Warning
+	case "error":
+		*s = Error
+	default:
+		return fmt.Errorf("unknown severity %q (want warning or error)", b)
+	}
+	return nil
+}
+
 // Diagnostic is something loom had to say about the workspace while the
 // render went on without it. An error, by contrast, means nothing usable came
 // out.
 type Diagnostic struct {
-	Path     string   `json:"file"`     // workspace-relative, slash-separated; never absolute
+	Path     string   `json:"path"`     // workspace-relative, slash-separated; never absolute
 	Line     int      `json:"line"`     // 0 when unknown
 	Severity Severity `json:"severity"` // Warning or Error
 	Code     string   `json:"code"`     // stable id, e.g. "read.outside"

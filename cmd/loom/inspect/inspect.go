@@ -10,12 +10,14 @@ import (
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/cmd/loom/render"
 	"github.com/loomctx/loom/cmd/loom/shared"
+	"github.com/loomctx/loom/internal/jsonout"
 )
 
 // Options are the inputs of `loom inspect`.
 type Options struct {
 	IO    *cmdutil.IOStreams
 	Flags shared.RenderFlags
+	JSON  bool
 }
 
 // NewCmdInspect returns the inspect command. runF replaces the run function
@@ -37,6 +39,7 @@ kept, dropped or truncated (and why), then the totals and every diagnostic.`,
 		},
 	}
 	opts.Flags.Bind(cmd)
+	cmdutil.AddJSONFlag(cmd.Flags(), &opts.JSON)
 	return cmd
 }
 
@@ -46,6 +49,12 @@ func inspectRun(ctx context.Context, opts *Options) error {
 	}
 	res, err := render.Run(ctx, &opts.Flags)
 	if res == nil {
+		return err
+	}
+	if opts.JSON {
+		if werr := jsonout.Write(opts.IO.Out, &res.Report); werr != nil {
+			return werr
+		}
 		return err
 	}
 	render.WriteReport(opts.IO.Out, &res.Report)

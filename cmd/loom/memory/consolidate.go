@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/internal/jsonout"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/memory"
@@ -99,10 +99,7 @@ func consolidateRun(ctx context.Context, opts *ConsolidateOptions) error {
 		Path:               opts.History, Consolidator: c, Files: consolidate.WorkspaceFiles{WS: ws},
 	})
 	if rep.Outcomes != nil || err == nil {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if werr := enc.Encode(rep); werr != nil && err == nil {
+		if werr := jsonout.Write(opts.IO.Out, rep); werr != nil && err == nil {
 			return werr
 		}
 	}

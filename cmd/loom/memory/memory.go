@@ -133,7 +133,7 @@ from. --all adds superseded and forgotten memories.`,
 	}
 	list.Flags().StringVar(&listOpts.User, "user", "", "only this user's and the workspace-wide memories")
 	list.Flags().BoolVar(&listOpts.All, "all", false, "include superseded and forgotten memories")
-	list.Flags().BoolVar(&listOpts.JSON, "json", false, "print a JSON array")
+	cmdutil.AddJSONFlag(list.Flags(), &listOpts.JSON)
 	sub("list", list, listOpts, listRun)
 
 	forgetOpts := &Options{IO: io}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/internal/atomicfile"
+	"github.com/loomctx/loom/internal/jsonout"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/memory/pgstore"
 	"github.com/loomctx/loom/workspace"
@@ -70,10 +71,7 @@ func listRun(opts *Options) error {
 		if ms == nil {
 			ms = []memory.Memory{}
 		}
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		return enc.Encode(ms)
+		return jsonout.Write(opts.IO.Out, ms)
 	}
 	w := bufio.NewWriter(opts.IO.Out)
 	for _, m := range ms {

@@ -4,9 +4,7 @@
 package messages
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/cmd/loom/shared"
+	"github.com/loomctx/loom/internal/jsonout"
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
@@ -106,6 +105,7 @@ names the first section or message where the prefix changed.`,
 	fl.StringVar(&opts.SenderID, "sender-id", "", "sender id for the runtime context")
 	fl.StringVar(&opts.Role, "role", "user", "role of the current message: user or assistant")
 	fl.StringVar(&opts.Format, "format", "openai", "output format: openai, anthropic or json")
+	cmdutil.AddJSONFormatAlias(fl, &opts.Format)
 	fl.StringVar(&opts.Placement, "placement", "after", "runtime context before or after the message text")
 	fl.StringVar(&opts.CacheDiff, "cache-diff", "", "previous --format json output to compare the prefix with")
 	fl.BoolVar(&opts.CacheHistory, "cache-history", false, "anthropic: also put a cache breakpoint after the last history message")
@@ -346,12 +346,5 @@ func renderWith(ctx context.Context, b *prompt.Builder, f *shared.RenderFlags) (
 // marshalIndent writes v as indented JSON with a final newline, leaving
 // <, > and & as they are.
 func marshalIndent(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return jsonout.Marshal(v)
 }

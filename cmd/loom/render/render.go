@@ -3,7 +3,6 @@ package render
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/cmd/loom/shared"
+	"github.com/loomctx/loom/internal/jsonout"
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/prompt"
 )
@@ -52,6 +52,7 @@ stderr too; --format json prints the prompt and that report as one object.`,
 	}
 	opts.Flags.Bind(cmd)
 	cmd.Flags().StringVar(&opts.Format, "format", "markdown", "output format: markdown or json")
+	cmdutil.AddJSONFormatAlias(cmd.Flags(), &opts.Format)
 	cmd.Flags().BoolVar(&opts.Report, "report", false, "print the token report as a table on stderr")
 	return cmd
 }
@@ -65,9 +66,7 @@ func renderRun(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if opts.Format == "json" {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		if werr := enc.Encode(res); werr != nil {
+		if werr := jsonout.Write(opts.IO.Out, res); werr != nil {
 			return werr
 		}
 	} else {

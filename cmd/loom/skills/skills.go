@@ -3,7 +3,6 @@
 package skills
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/internal/jsonout"
 	lskills "github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
 )
@@ -61,9 +61,10 @@ loom's built-in skills, in that order of precedence.`,
 		cmd.AddCommand(c)
 	}
 	sub("list", "list", "List every skill: name, source, status, availability and location", cobra.NoArgs, ListRun,
-		func(c *cobra.Command, o *Options) { c.Flags().BoolVar(&o.JSON, "json", false, "print JSON") })
+		func(c *cobra.Command, o *Options) { cmdutil.AddJSONFlag(c.Flags(), &o.JSON) })
 	sub("show", "show NAME", "Print a skill's body, frontmatter stripped", cobra.ExactArgs(1), ShowRun, nil)
-	sub("validate", "validate", "Check every skill; exit 1 when any has an error", cobra.NoArgs, ValidateRun, nil)
+	sub("validate", "validate", "Check every skill; exit 1 when any has an error", cobra.NoArgs, ValidateRun,
+		func(c *cobra.Command, o *Options) { cmdutil.AddJSONFlag(c.Flags(), &o.JSON) })
 	return cmd
 }
 
@@ -84,8 +85,8 @@ func load(opts *Options) (*lskills.Set, error) {
 	return newLoader(ws, o).Load(), nil
 }
 
-// listEntry is one skill in `loom skills list --json`.
-type listEntry struct {
+// ListEntry is one skill in `loom skills list --json`.
+type ListEntry struct {
 	Name        string                 `json:"name"`
 	Source      lskills.Source         `json:"source"`
 	Status      lskills.Status         `json:"status"`
@@ -106,18 +107,16 @@ func ListRun(opts *Options) error {
 		return err
 	}
 	if opts.JSON {
-		out := make([]listEntry, 0, len(set.Skills))
+		out := make([]ListEntry, 0, len(set.Skills))
 		for _, sk := range set.Skills {
-			out = append(out, listEntry{
+			out = append(out, ListEntry{
 				Name: sk.Name, Source: sk.Source, Status: sk.Status, Available: sk.Available,
 				Missing: nonNil(sk.Missing), Always: sk.Always(), Location: sk.Location, Path: sk.Path,
 				Description: sk.Description(), ShadowedBy: sk.ShadowedBy,
 				Diagnostics: nonNil(sk.Diagnostics),
 			})
 		}
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return jsonout.Write(opts.IO.Out, out)
 	}
 	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSOURCE\tSTATUS\tAVAILABLE\tALWAYS\tLOCATION\tMISSING")
@@ -180,6 +179,14 @@ func ShowRun(opts *Options) error {
 
 // ValidateRun prints every diagnostic as "file:line: severity: message" and
 // fails when any is an error.
+// ValidateResult is what skills validate --json prints.
+type ValidateResult struct {
+	Skills      int                    `json:"skills"`
+	Errors      int                    `json:"errors"`
+	Warnings    int                    `json:"warnings"`
+	Diagnostics []workspace.Diagnostic `json:"diagnostics"`
+}
+
 func ValidateRun(opts *Options) error {
 	set, err := load(opts)
 	if err != nil {
@@ -187,14 +194,24 @@ func ValidateRun(opts *Options) error {
 	}
 	errs, warns := 0, 0
 	for _, d := range set.Diagnostics {
-		fmt.Fprintln(opts.IO.Out, d.String())
+		if !opts.JSON {
+			fmt.Fprintln(opts.IO.Out, d.String())
+		}
 		if d.Severity == workspace.Error {
 			errs++
 		} else {
 			warns++
 		}
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "%s, %s, %s\n", plural(len(set.Skills), "skill"), plural(errs, "error"), plural(warns, "warning"))
+	if opts.JSON {
+		if err := jsonout.Write(opts.IO.Out, ValidateResult{
+			Skills: len(set.Skills), Errors: errs, Warnings: warns, Diagnostics: nonNil(set.Diagnostics),
+		}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(opts.IO.ErrOut, "%s, %s, %s\n", plural(len(set.Skills), "skill"), plural(errs, "error"), plural(warns, "warning"))
+	}
 	if errs > 0 {
 		return &cmdutil.SilentError{Code: 1}
 	}

@@ -3,7 +3,6 @@
 package tokens
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/internal/jsonout"
 	"github.com/loomctx/loom/tokens"
 	"github.com/loomctx/loom/workspace"
 )
@@ -76,13 +76,13 @@ the model was not recognised.`,
 	}
 	cmd.Flags().StringVarP(&opts.Encoding, "encoding", "e", "", "encoding: o200k_base (default), cl100k_base or chars4")
 	cmd.Flags().StringVarP(&opts.Model, "model", "m", "", "count with the encoding of this model")
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
+	cmdutil.AddJSONFlag(cmd.Flags(), &opts.JSON)
 	cmd.Flags().BoolVar(&opts.Normalize, "normalize", false, "drop a byte-order mark and turn CRLF into LF before counting")
 	return cmd
 }
 
-// result is the --json output.
-type result struct {
+// Result is the --json output.
+type Result struct {
 	Encoding string `json:"encoding"`
 	Tokens   int    `json:"tokens"`
 	Bytes    int    `json:"bytes"`
@@ -92,7 +92,7 @@ type result struct {
 
 func tokensRun(opts *TokensOptions) error {
 	var counter tokens.Counter
-	res := result{Encoding: tokens.Default}
+	res := Result{Encoding: tokens.Default}
 	switch {
 	case opts.Model != "":
 		c, r := tokens.ForModel(opts.Model)
@@ -130,12 +130,7 @@ func tokensRun(opts *TokensOptions) error {
 
 	res.Tokens = counter.Count(text)
 	if opts.JSON {
-		out, err := json.Marshal(res)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(opts.IO.Out, "%s\n", out)
-		return err
+		return jsonout.WriteLine(opts.IO.Out, res) // one line: a count is a record
 	}
 	_, err = fmt.Fprintln(opts.IO.Out, strconv.Itoa(res.Tokens))
 	return err
