@@ -188,7 +188,13 @@ func (st *state) render(tree md.Node) (*Result, error) {
 	if rep.Diagnostics == nil {
 		rep.Diagnostics = workspace.Diagnostics{}
 	}
-	return &Result{Prompt: res.Text, Report: rep}, rerr
+	// Workspace files lose their control characters at the door; text
+	// from elsewhere (memories a model extracted, say) loses them here.
+	text := res.Text
+	if workspace.HasControls(text) {
+		text = workspace.StripControls(text)
+	}
+	return &Result{Prompt: text, Report: rep}, rerr
 }
 
 // Render is a one-shot [Builder.Render] for the workspace at dir.

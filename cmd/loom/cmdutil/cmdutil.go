@@ -22,13 +22,15 @@ type IOStreams struct {
 	IsTTY bool
 }
 
-// System returns the process's own streams.
+// System returns the process's own streams. What loom writes to stdout
+// and stderr loses its C0 control characters other than tab and newline
+// ([StripControls]).
 func System() *IOStreams {
 	tty := false
 	if st, err := os.Stdout.Stat(); err == nil {
 		tty = st.Mode()&os.ModeCharDevice != 0
 	}
-	return &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTTY: tty}
+	return &IOStreams{In: os.Stdin, Out: StripControls(os.Stdout), ErrOut: StripControls(os.Stderr), IsTTY: tty}
 }
 
 // Test returns streams backed by buffers, for command tests.
