@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/llm/llmtest"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/session"
@@ -223,4 +224,85 @@ func TestTurnsOnOneSessionAreSerialized(t *testing.T) {
 	}
 }
 
+var consolidateOptions = consolidate.Options{Threshold: 100, Keep: 50}
+
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// slowConsolidator answers chat turns at once and consolidation calls
+// only when the context ends.
+type slowConsolidator struct{ stubClient }
+
+func (c *slowConsolidator) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	<-ctx.Done()
+	return llm.Response{}, ctx.Err()
+}
+
+func TestCloseDrainIsBounded(t *testing.T) {
+	ws := newWorkspace(t)
+	c := &slowConsolidator{stubClient{reply: strings.Repeat("word ", 40)}}
+	s, err := session.Open(context.Background(), session.Options{
+		Workspace: ws, Key: "k", Client: c, Counter: llmtest.Counter{},
+		Consolidate: &consolidateOptions,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.Turn(context.Background(), session.TurnInput{Text: "turn " + itoa(i) + strings.Repeat(" filler", 30)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = s.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "consolidation still running") {
+		t.Errorf("Close: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	st, _ := session.NewFileStore(ws.Abs(session.Dir), session.FileOptions{}).Load(context.Background(), "k")
+	if st.LastConsolidated != 0 || len(st.Messages) != 6 {
+		t.Errorf("after a stopped consolidation: pointer %d, %d messages", st.LastConsolidated, len(st.Messages))
+	}
+	if _, err := s.Turn(context.Background(), session.TurnInput{Text: "late"}); !errors.Is(err, session.ErrClosed) {
+		t.Errorf("turn after Close: %v", err)
+	}
+}
+
+// gateClient holds each reply for key "a" until gate closes.
+type gateClient struct{ gate chan struct{} }
+
+func (c *gateClient) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	return c.Stream(ctx, req, func(string) {})
+}
+
+func (c *gateClient) Stream(ctx context.Context, req llm.Request, on func(string)) (llm.Response, error) {
+	last := req.Messages[len(req.Messages)-1].Content.String()
+	if strings.HasPrefix(last, "wait") {
+		<-c.gate
+	}
+	return llm.Response{Content: "ok"}, nil
+}
+
+func TestDifferentSessionsRunInParallel(t *testing.T) {
+	ws := newWorkspace(t)
+	c := &gateClient{gate: make(chan struct{})}
+	a, b := open(t, ws, c, "a"), open(t, ws, c, "b")
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Turn(context.Background(), session.TurnInput{Text: "wait for me"})
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := b.Turn(ctx, session.TurnInput{Text: "go"}); err != nil {
+		t.Fatalf("session b waited for session a: %v", err)
+	}
+	close(c.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
