@@ -73,6 +73,7 @@ type Config struct {
 	Memory    MemoryConfig    `yaml:"memory"`
 	Overrides OverridesConfig `yaml:"overrides"`
 	LLM       LLMConfig       `yaml:"llm"`
+	Gateway   GatewayConfig   `yaml:"gateway"`
 
 	// File is the workspace-relative file the config came from, or "" for
 	// defaults.
@@ -408,6 +409,7 @@ func (c *Config) validate() error {
 	nonEmpty("timezone", c.Timezone)
 	names("disable", c.Disable)
 	oneOf("runtime.placement", c.Runtime.Placement, "before", "after")
+	oneOf("gateway.client_system", c.Gateway.ClientSystem, ClientSystemAppend, ClientSystemReplace, ClientSystemIgnore)
 	for i, t := range c.Tools {
 		if strings.TrimSpace(t) == "" || strings.ContainsAny(t, " \t,") {
 			fail(indexKey("tools", i), "%q is not a tool name", t)

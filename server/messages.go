@@ -10,6 +10,7 @@ import (
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/session"
 	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/tokens"
 )
@@ -25,6 +26,9 @@ type MessagesRequest struct {
 	Role string `json:"role,omitempty"`
 	// History is the conversation so far, as OpenAI-style messages.
 	History []json.RawMessage `json:"history,omitempty"`
+	// SessionID takes the history from this saved session instead (its
+	// messages not yet consolidated, cleaned); History must then be empty.
+	SessionID string `json:"session_id,omitempty"`
 	// Clean applies history hygiene first (runtime blocks removed, images
 	// replaced, huge tool results cut, tool calls kept in pairs).
 	Clean bool `json:"clean,omitempty"`
@@ -165,6 +169,19 @@ func (s *Server) buildMessages(r *http.Request, ws *Workspace) (any, error) {
 	history, err := DecodeHistory(q.History, "history")
 	if err != nil {
 		return nil, err
+	}
+	if q.SessionID != "" {
+		if len(history) > 0 {
+			return nil, FieldErrorf("session_id", "give the history or a session id, not both")
+		}
+		if !validKey(q.SessionID) {
+			return nil, FieldErrorf("session_id", "a session id is 1 to 128 letters, digits and - _ . : @, not starting with a dot")
+		}
+		st, err := session.NewFileStore(ws.Door.Abs(session.Dir), session.FileOptions{}).Load(r.Context(), q.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		history, _ = messages.Clean(st.Unconsolidated(), messages.CleanOptions{})
 	}
 	if q.Clean {
 		history, _ = messages.Clean(history, messages.CleanOptions{})

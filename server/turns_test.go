@@ -164,3 +164,23 @@ func TestTurnWithoutModel(t *testing.T) {
 		}
 	}
 }
+
+func TestMessagesFromSession(t *testing.T) {
+	dir, _ := modelWorkspace(t, "Noted: blue.", "x")
+	_, c := newServer(t, server.Options{Dir: dir})
+	c.do("POST", "/v1/workspaces/default/sessions/s9/turns", map[string]any{"message": "My favourite colour is blue."})
+	r := c.do("POST", "/v1/workspaces/default/messages", map[string]any{"message": "and now?", "session_id": "s9", "format": "json"})
+	var out struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+		} `json:"messages"`
+	}
+	r.decode(t, &out)
+	if len(out.Messages) != 4 || fmt.Sprint(out.Messages[1].Content) != "My favourite colour is blue." || fmt.Sprint(out.Messages[2].Content) != "Noted: blue." {
+		t.Fatalf("history from the session: %s", r.Body)
+	}
+	if r := c.do("POST", "/v1/workspaces/default/messages", map[string]any{"message": "x", "session_id": "s9", "history": []any{map[string]any{"role": "user", "content": "a"}}}); r.Status != 400 {
+		t.Fatalf("both: %d", r.Status)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/gateway"
 	"github.com/loomctx/loom/server"
 )
 
@@ -62,6 +63,11 @@ By default the server listens on 127.0.0.1:7411. A non-loopback --addr needs
 bearer tokens: --token-env NAME names a variable holding one or more tokens
 (separated by commas or white space); every route but /healthz then needs
 "Authorization: Bearer TOKEN".
+
+POST /v1/chat/completions (and /v1/workspaces/{ws}/chat/completions) is an
+OpenAI-compatible gateway: point an agent's base URL at http://ADDR/v1 and
+its requests get the workspace's prompt, memory, skills and runtime context,
+then go on to the upstream in loom.yaml's llm: section (package gateway).
 
 The API is described at GET /v1/openapi.json; Prometheus metrics are at
 GET /metrics. SIGTERM or Ctrl-C stops taking requests, lets running ones
@@ -149,6 +155,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	gateway.Mount(s, gateway.Options{})
 	for _, m := range append(append([]func(*server.Server) error(nil), Mounts...), opts.Mounts...) {
 		if err := m(s); err != nil {
 			s.Close()

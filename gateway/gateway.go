@@ -1,0 +1,32 @@
+// Package gateway is loom's OpenAI-compatible context gateway: an agent that
+// already calls chat.completions gets loom's system prompt, memory, skills
+// and runtime context by pointing its base URL at `loom serve`.
+//
+// [Mount] adds to a server.Server:
+//
+//	POST /v1/chat/completions                       the default workspace
+//	POST /v1/workspaces/{ws}/chat/completions
+//	GET  /v1/workspaces/{ws}/sessions/{id}/last-report
+//
+// For each request the gateway renders the workspace's prompt for the
+// request's user and channel (as `loom render` does), puts it first as the
+// system message (the client's own system or developer message is appended
+// after it, replaces it, or is ignored, per loom.yaml gateway.client_system),
+// cleans the history as messages.Build does, expands /name and $name skills
+// in the last user message and puts the runtime block on it — never in the
+// system prompt, so the prefix stays cacheable — and forwards the request to
+// the upstream named by loom.yaml's llm: section. Every other field of the
+// request passes through unchanged; the reply comes back unchanged, a stream
+// chunk by chunk as it arrives.
+//
+// After the reply, the new messages (the user's text as typed, without the
+// runtime block, and the whole reply) are appended to the session through
+// the session library's store, memory extraction is submitted to the
+// workspace's worker, and consolidation runs when due. A reply cut
+// mid-stream is saved marked as cut, with no extraction.
+//
+// Secrets: the upstream key comes from the variable loom.yaml names, under
+// the llm package's rule for where a key may go. The client's Authorization
+// header is forwarded only with gateway.forward_auth: true and only when
+// loom has no key of its own. No key is logged or echoed.
+package gateway

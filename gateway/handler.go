@@ -1,0 +1,754 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/internal/redact"
+	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/llm/consolidate"
+	"github.com/loomctx/loom/llm/extract"
+	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/messages"
+	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/server"
+	"github.com/loomctx/loom/session"
+)
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// Options configure a Gateway.
+type Options struct {
+	// HTTPClient calls the upstream; nil means a client with pooled
+	// connections and no overall timeout (a stream lasts as long as it
+	// lasts; the client's disconnect cancels it).
+	HTTPClient *http.Client
+	// MaxReplyBytes bounds a non-streamed reply kept for saving; default
+	// 32 MiB. A larger reply is still relayed whole.
+	MaxReplyBytes int64
+	// Now is the clock of the runtime block and saved messages.
+	Now func() time.Time
+}
+
+// Gateway is the mounted gateway.
+type Gateway struct {
+	s    *server.Server
+	log  *slog.Logger
+	hc   *http.Client
+	opts Options
+
+	mu      sync.Mutex
+	reports map[string]*LastReport
+	locks   map[string]*sync.Mutex
+	bg      sync.WaitGroup
+}
+
+// LastReport is what the gateway built for a session's latest request:
+// the render report (every section, what was dropped or cut) and the
+// message list's cache report.
+type LastReport struct {
+	Session string          `json:"session"`
+	At      time.Time       `json:"at"`
+	Render  prompt.Report   `json:"render"`
+	Build   messages.Report `json:"build"`
+}
+
+// Mount adds the gateway's routes to s and its drain to s's shutdown.
+func Mount(s *server.Server, opts Options) *Gateway {
+	if opts.MaxReplyBytes <= 0 {
+		opts.MaxReplyBytes = 32 << 20
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 512, 256
+		hc = &http.Client{Transport: tr}
+	}
+	g := &Gateway{s: s, log: s.Logger(), hc: hc, opts: opts, reports: map[string]*LastReport{}, locks: map[string]*sync.Mutex{}}
+	s.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		ws, err := s.Workspace(server.DefaultWorkspace)
+		if err != nil {
+			writeError(w, http.StatusNotFound, "invalid_request_error", "workspace_not_found", "",
+				"no default workspace: this server serves a root of workspaces; use /v1/workspaces/{ws}/chat/completions")
+			return
+		}
+		g.serve(w, r, ws)
+	})
+	s.HandleWorkspace("POST /v1/workspaces/{ws}/chat/completions", g.serve)
+	s.HandleWorkspace("GET /v1/workspaces/{ws}/sessions/{id}/last-report", g.lastReport)
+	s.AddDrainer(g.drain)
+	return g
+}
+
+// drain waits for running consolidations within ctx.
+func (g *Gateway) drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { g.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return errors.New("gateway: consolidations still running at the drain deadline")
+	}
+}
+
+func (g *Gateway) lastReport(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
+	g.mu.Lock()
+	rep := g.reports[ws.Name+"\x00"+r.PathValue("id")]
+	g.mu.Unlock()
+	if rep == nil {
+		server.WriteProblem(w, r, server.Errorf(http.StatusNotFound, "report_not_found", "no gateway request seen for session %q since the server started", r.PathValue("id")))
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, rep)
+}
+
+func (g *Gateway) sessionLock(k string) *sync.Mutex {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := g.locks[k]
+	if l == nil {
+		if len(g.locks) > 4096 {
+			clear(g.locks) // held locks stay with their holders
+		}
+		l = &sync.Mutex{}
+		g.locks[k] = l
+	}
+	return l
+}
+
+// request is a decoded chat completions request.
+type request struct {
+	fields    map[string]json.RawMessage // every field, as sent
+	msgs      []messages.Message         // the client's messages, system ones taken out
+	clientSys []string                   // the client's system and developer messages' text
+	stream    bool
+	user      string // whose memories: user, else metadata.user_id
+	key       string // the session
+	channel   string
+}
+
+// field errors name the request field, as OpenAI's do.
+type fieldError struct{ param, msg string }
+
+func (e *fieldError) Error() string { return e.param + ": " + e.msg }
+
+func ferr(param, format string, args ...any) error {
+	return &fieldError{param, fmt.Sprintf(format, args...)}
+}
+
+func plainName(s string) bool {
+	if s == "" || len(s) > 128 || s[0] == '.' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':' || c == '@') {
+			return false
+		}
+	}
+	return true
+}
+
+func decode(r *http.Request, body []byte) (*request, error) {
+	q := &request{}
+	if err := json.Unmarshal(body, &q.fields); err != nil || q.fields == nil {
+		return nil, ferr("", "the request body must be a JSON object")
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(q.fields["messages"], &raws); err != nil || len(raws) == 0 {
+		return nil, ferr("messages", "must be a non-empty array of messages")
+	}
+	if s, ok := q.fields["stream"]; ok && string(s) != "null" {
+		if err := json.Unmarshal(s, &q.stream); err != nil {
+			return nil, ferr("stream", "must be a boolean")
+		}
+	}
+	if s, ok := q.fields["user"]; ok && string(s) != "null" {
+		if err := json.Unmarshal(s, &q.user); err != nil {
+			return nil, ferr("user", "must be a string")
+		}
+	}
+	var meta map[string]any
+	if s, ok := q.fields["metadata"]; ok && string(s) != "null" {
+		if err := json.Unmarshal(s, &meta); err != nil {
+			return nil, ferr("metadata", "must be an object")
+		}
+	}
+	str := func(k string) string { v, _ := meta[k].(string); return v }
+	if q.user == "" {
+		q.user = str("user_id")
+	}
+	q.key = firstOf(r.Header.Get("X-Loom-Session"), str("loom_session"), str("session_id"), q.user)
+	if q.key != "" && !plainName(q.key) {
+		return nil, ferr("X-Loom-Session", "a session id is 1 to 128 letters, digits and - _ . : @, not starting with a dot")
+	}
+	if len(q.user) > 4096 {
+		return nil, ferr("user", "longer than 4096 bytes")
+	}
+	q.channel = r.Header.Get("X-Loom-Channel")
+	if q.channel != "" && !plainName(q.channel) {
+		return nil, ferr("X-Loom-Channel", "a channel is a plain name")
+	}
+	for i, raw := range raws {
+		var peek struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal(raw, &peek); err != nil {
+			return nil, ferr(fmt.Sprintf("messages[%d]", i), "must be a message object")
+		}
+		switch peek.Role {
+		case "system", "developer":
+			text, err := systemText(peek.Content)
+			if err != nil {
+				return nil, ferr(fmt.Sprintf("messages[%d].content", i), "%v", err)
+			}
+			q.clientSys = append(q.clientSys, text)
+			continue
+		case "user", "assistant", "tool":
+		default:
+			return nil, ferr(fmt.Sprintf("messages[%d].role", i), "%q is not one of system, developer, user, assistant, tool", peek.Role)
+		}
+		var m messages.Message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, ferr(fmt.Sprintf("messages[%d]", i), "%v", err)
+		}
+		if m.Role == messages.RoleTool && m.ToolCallID == "" {
+			return nil, ferr(fmt.Sprintf("messages[%d].tool_call_id", i), "a tool message needs tool_call_id")
+		}
+		q.msgs = append(q.msgs, m)
+	}
+	return q, nil
+}
+
+// systemText is a system message's text: a string, or its text parts.
+func systemText(raw json.RawMessage) (string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("must be a string or a list of text parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "body_too_large", "", "request body larger than %d bytes", mb.Limit)
+			return
+		}
+		return // the client went away
+	}
+	q, err := decode(r, body)
+	if err != nil {
+		var fe *fieldError
+		errors.As(err, &fe)
+		badRequest(w, fe.param, "%s", fe.msg)
+		return
+	}
+	eng, err := ws.Engine()
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "upstream_not_configured", "", "%v", err)
+		return
+	}
+	if strings.EqualFold(eng.LLM.Provider, llm.ProviderAnthropic) {
+		writeError(w, http.StatusNotImplemented, "server_error", "upstream_unsupported", "",
+			"the gateway forwards to OpenAI-compatible upstreams; loom.yaml llm.provider is anthropic")
+		return
+	}
+	cfg := eng.Config
+	if c, err := config.Load(ws.Door); err == nil {
+		cfg = c
+	}
+	b, err := g.build(r.Context(), ws, eng, cfg, q)
+	if err != nil {
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			badRequest(w, fe.param, "%s", fe.msg)
+			return
+		}
+		g.log.Error("gateway: build", "request_id", server.RequestID(r), "err", err)
+		writeError(w, http.StatusInternalServerError, "server_error", "build_failed", "", "loom could not build the request; see the server log for request %s", server.RequestID(r))
+		return
+	}
+	g.forward(w, r, ws, eng, cfg, q, b)
+}
+
+// built is a request ready for the upstream, with what loom reports about it.
+type built struct {
+	body    []byte
+	render  *prompt.Result
+	report  messages.Report
+	dropped int
+	brk     string
+}
+
+func (g *Gateway) build(ctx context.Context, ws *server.Workspace, eng *server.Engine, cfg *config.Config, q *request) (*built, error) {
+	res, err := ws.Builder.Render(ctx, prompt.Options{Channel: q.channel, User: q.user, ChatID: q.key})
+	var over *md.OverBudgetError
+	if res == nil || (err != nil && !errors.As(err, &over)) {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	system, sections := res.Prompt, server.Sections(res)
+	clientSys := strings.Join(q.clientSys, "\n\n")
+	switch mode := cfg.Gateway.ClientSystemMode(); {
+	case clientSys == "" || mode == config.ClientSystemIgnore:
+	case mode == config.ClientSystemReplace:
+		// The client's prompt wins; loom adds only the memory sections.
+		system = clientSys
+		sections = []messages.Section{{Name: "client_system", Start: 0, End: len(clientSys)}}
+		for _, e := range res.Report.Sections {
+			if strings.Contains(e.Name, "memory") && e.Start >= 0 && e.End > e.Start && e.End <= len(res.Prompt) {
+				system += "\n\n"
+				start := len(system)
+				system += strings.TrimSpace(res.Prompt[e.Start:e.End])
+				sections = append(sections, messages.Section{Name: e.Name, Start: start, End: len(system)})
+			}
+		}
+	default: // append
+		system += "\n\n## Client instructions\n\n"
+		start := len(system)
+		system += clientSys
+		sections = append(sections, messages.Section{Name: "client_system", Start: start, End: len(system)})
+	}
+
+	last := -1
+	for i, m := range q.msgs {
+		if m.Role == messages.RoleUser {
+			last = i
+		}
+	}
+	if last < 0 {
+		return nil, ferr("messages", "must hold a user message")
+	}
+	history, _ := messages.Clean(q.msgs[:last], messages.CleanOptions{})
+	cur := q.msgs[last]
+	text := cur.Content.Text
+	var images []messages.Part
+	if cur.Content.IsList() {
+		var texts []string
+		for _, p := range cur.Content.Parts {
+			if p.Type == messages.PartText {
+				texts = append(texts, p.Text)
+			} else {
+				images = append(images, p)
+			}
+		}
+		text = strings.Join(texts, "\n")
+	}
+	set, err := ws.Builder.Skills()
+	if err != nil {
+		return nil, err
+	}
+	rt := messages.Runtime{Now: g.opts.Now(), Location: eng.Location, Channel: q.channel, ChatID: q.key,
+		SenderID: q.user, Placement: eng.Placement}
+	b, err := messages.Build(messages.Turn{System: system, SystemSections: sections, History: history,
+		Message: text, Role: messages.RoleUser, Runtime: rt, Skills: server.SkillExpander{Set: set}},
+		messages.Options{Counter: eng.Counter})
+	if err != nil {
+		return nil, ferr(fmt.Sprintf("messages[%d]", last), "%v", err)
+	}
+	final := b.Messages
+	if len(images) > 0 { // the client's images stay first, as it sent them
+		lm := &final[len(final)-1]
+		parts := append([]messages.Part(nil), images...)
+		if lm.Content.IsList() {
+			parts = append(parts, lm.Content.Parts...)
+		} else {
+			parts = append(parts, messages.Part{Type: messages.PartText, Text: lm.Content.Text})
+		}
+		lm.Content = messages.Content{Parts: parts}
+	}
+	// A tool loop: the assistant's calls and their results after the
+	// user's message go on as they came, huge results cut.
+	for _, m := range q.msgs[last+1:] {
+		if m.Role == messages.RoleTool && !m.Content.IsList() {
+			m.Content.Text = messages.CutToolResult(m.Content.Text, messages.DefaultMaxToolChars)
+		}
+		final = append(final, m)
+	}
+	wire, err := messages.OpenAIWith(final, messages.OpenAIOptions{KeepExtra: true})
+	if err != nil {
+		return nil, ferr("messages", "%v", err)
+	}
+	raw, err := json.Marshal(wire)
+	if err != nil {
+		return nil, err
+	}
+	fields := make(map[string]json.RawMessage, len(q.fields)+1)
+	for k, v := range q.fields {
+		fields[k] = v
+	}
+	fields["messages"] = raw
+	if m, ok := fields["model"]; !ok || string(m) == "null" || string(m) == `""` {
+		fields["model"], _ = json.Marshal(eng.LLM.Model)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(fields); err != nil {
+		return nil, err
+	}
+	out := &built{body: buf.Bytes(), render: res, report: b.Report}
+	for _, e := range res.Report.Sections {
+		if e.Status == md.Dropped || e.Status == md.Truncated {
+			out.dropped++
+		}
+	}
+	if q.key != "" {
+		k := ws.Name + "\x00" + q.key
+		g.mu.Lock()
+		prev := g.reports[k]
+		if len(g.reports) >= 4096 {
+			clear(g.reports)
+		}
+		g.reports[k] = &LastReport{Session: q.key, At: rt.Now.UTC(), Render: res.Report, Build: b.Report}
+		g.mu.Unlock()
+		if prev != nil {
+			if d := messages.CacheDiff(prev.Build, b.Report); d.Changed {
+				out.brk = d.Section
+				if out.brk == "" && d.Message >= 0 {
+					out.brk = "message " + strconv.Itoa(d.Message)
+				}
+				if out.brk == "" {
+					out.brk = "prefix"
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// hop-by-hop and per-connection headers are not relayed; nor is the
+// upstream's request id, which would hide loom's.
+var noRelay = map[string]bool{"Connection": true, "Keep-Alive": true, "Transfer-Encoding": true, "Content-Length": true,
+	"Te": true, "Trailer": true, "Upgrade": true, "Proxy-Authenticate": true, "Set-Cookie": true, "X-Request-Id": true,
+	"Content-Encoding": true}
+
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Workspace, eng *server.Engine, cfg *config.Config, q *request, b *built) {
+	base := strings.TrimRight(eng.LLM.BaseURL, "/")
+	if base == "" {
+		base = "https://api.openai.com/v1"
+	}
+	target := base + "/chat/completions"
+	host := "the upstream"
+	if u, err := url.Parse(base); err == nil {
+		host = u.Host
+	}
+	up, err := http.NewRequestWithContext(r.Context(), http.MethodPost, target, bytes.NewReader(b.body))
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "upstream_error", "upstream_invalid", "", "upstream %s: %v", redact.URL(base), err)
+		return
+	}
+	up.Header.Set("Content-Type", "application/json")
+	if q.stream {
+		up.Header.Set("Accept", "text/event-stream")
+	}
+	switch {
+	case eng.LLM.APIKey != "":
+		up.Header.Set("Authorization", "Bearer "+eng.LLM.APIKey)
+	case cfg.Gateway.ForwardsAuth() && r.Header.Get("Authorization") != "":
+		up.Header.Set("Authorization", r.Header.Get("Authorization"))
+	}
+	h := w.Header()
+	h.Set("X-Loom-Prompt-Tokens", strconv.Itoa(b.report.Prefix.SystemTokens))
+	h.Set("X-Loom-Prefix-Sha256", b.report.Prefix.SHA256)
+	h.Set("X-Loom-Dropped", strconv.Itoa(b.dropped))
+	if b.brk != "" {
+		h.Set("X-Loom-Cache-Break", b.brk)
+	}
+	if q.key != "" {
+		h.Set("X-Loom-Session", q.key)
+	}
+	resp, err := g.hc.Do(up)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client left before the upstream answered
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		var ne net.Error
+		msg := redact.String(err.Error())
+		if errors.As(err, &ne) && ne.Timeout() {
+			msg = "timed out"
+		}
+		g.log.Warn("gateway: upstream unreachable", "request_id", server.RequestID(r), "upstream", redact.URL(base), "err", msg)
+		writeError(w, http.StatusBadGateway, "upstream_error", "upstream_unreachable", "", "upstream %s did not answer: %s", host, msg)
+		return
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		if !noRelay[k] {
+			h[k] = vs
+		}
+	}
+	if id := resp.Header.Get("X-Request-Id"); id != "" {
+		h.Set("X-Upstream-Request-Id", id)
+	}
+	if resp.StatusCode/100 != 2 {
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, io.LimitReader(resp.Body, 1<<20))
+		return
+	}
+	var rep reply
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		rep = relayStream(w, r, resp.Body)
+	} else {
+		data, err := io.ReadAll(io.LimitReader(resp.Body, g.opts.MaxReplyBytes))
+		h.Set("Content-Length", strconv.Itoa(len(data)))
+		w.WriteHeader(resp.StatusCode)
+		w.Write(data)
+		if err != nil {
+			rep.cut = "upstream reply broke: " + redact.String(err.Error())
+		} else {
+			rep.parseWhole(data)
+		}
+	}
+	g.save(r, ws, eng, q, rep)
+}
+
+// reply is what the upstream answered, gathered for saving.
+type reply struct {
+	text  strings.Builder
+	calls []messages.ToolCall
+	cut   string
+}
+
+func (rp *reply) parseWhole(data []byte) {
+	var out struct {
+		Choices []struct {
+			Message struct {
+				Content   *string             `json:"content"`
+				ToolCalls []messages.ToolCall `json:"tool_calls"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(data, &out) != nil || len(out.Choices) == 0 {
+		rp.cut = "the upstream's reply could not be read"
+		return
+	}
+	if c := out.Choices[0].Message.Content; c != nil {
+		rp.text.WriteString(*c)
+	}
+	rp.calls = out.Choices[0].Message.ToolCalls
+}
+
+// chunk is the part of a streamed chunk the gateway reads; the bytes are
+// relayed whatever they hold.
+type chunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+	} `json:"choices"`
+}
+
+// maxEventLine bounds one line of the upstream's event stream.
+const maxEventLine = 16 << 20
+
+// relayStream copies the upstream's event stream to the client line by
+// line, flushing at each event's end, and gathers the reply.
+func relayStream(w http.ResponseWriter, r *http.Request, body io.Reader) reply {
+	var rep reply
+	rc := http.NewResponseController(w)
+	w.WriteHeader(http.StatusOK)
+	br := bufio.NewReaderSize(body, 64<<10)
+	done := false
+	var acc []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull { // a long line: gather it, within a bound
+			acc = append(acc, line...)
+			if len(acc) > maxEventLine {
+				rep.cut = "upstream sent an event line over the size bound"
+				return rep
+			}
+			continue
+		}
+		if acc != nil {
+			line, acc = append(acc, line...), nil
+		}
+		if len(line) > 0 {
+			if _, werr := w.Write(line); werr != nil {
+				rep.cut = "client disconnected"
+				return rep
+			}
+			trimmed := bytes.TrimRight(line, "\r\n")
+			if len(trimmed) == 0 {
+				rc.Flush()
+			} else if data, ok := bytes.CutPrefix(trimmed, []byte("data:")); ok {
+				data = bytes.TrimSpace(data)
+				if string(data) == "[DONE]" {
+					done = true
+				} else {
+					rep.add(data)
+				}
+			}
+		}
+		if err != nil {
+			rc.Flush()
+			switch {
+			case r.Context().Err() != nil:
+				rep.cut = "client disconnected"
+			case err != io.EOF:
+				rep.cut = "upstream stream broke: " + redact.String(err.Error())
+			case !done:
+				rep.cut = "upstream stream ended before [DONE]"
+			}
+			return rep
+		}
+	}
+}
+
+func (rp *reply) add(data []byte) {
+	var c chunk
+	if json.Unmarshal(data, &c) != nil {
+		return
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		if ch.Delta.Content != nil {
+			rp.text.WriteString(*ch.Delta.Content)
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			for len(rp.calls) <= tc.Index {
+				rp.calls = append(rp.calls, messages.ToolCall{Type: "function"})
+			}
+			call := &rp.calls[tc.Index]
+			if tc.ID != "" {
+				call.ID = tc.ID
+			}
+			if tc.Type != "" {
+				call.Type = tc.Type
+			}
+			call.Function.Name += tc.Function.Name
+			call.Function.Arguments += tc.Function.Arguments
+		}
+	}
+}
+
+// save appends the new messages and the reply to the session, then
+// submits extraction and starts consolidation when due. It does not
+// depend on the request's context: a cut reply is saved too.
+func (g *Gateway) save(r *http.Request, ws *server.Workspace, eng *server.Engine, q *request, rep reply) {
+	if q.key == "" {
+		return
+	}
+	lastAsst := -1
+	for i, m := range q.msgs {
+		if m.Role == messages.RoleAssistant {
+			lastAsst = i
+		}
+	}
+	now := g.opts.Now().UTC()
+	var saved []messages.Message
+	for _, m := range q.msgs[lastAsst+1:] {
+		if m.Time.IsZero() {
+			m.Time = now
+		}
+		saved = append(saved, m)
+	}
+	out := messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(rep.text.String()), ToolCalls: rep.calls, Time: now}
+	if rep.cut != "" {
+		reason, _ := json.Marshal(rep.cut)
+		out.Extra = map[string]json.RawMessage{session.CutKey: reason}
+	}
+	if rep.text.Len() > 0 || len(rep.calls) > 0 || rep.cut != "" {
+		saved = append(saved, out)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
+	defer cancel()
+	l := g.sessionLock(ws.Name + "\x00" + q.key)
+	l.Lock()
+	defer l.Unlock()
+	store := session.NewFileStore(ws.Door.Abs(session.Dir), session.FileOptions{})
+	if err := store.Append(ctx, q.key, saved...); err != nil {
+		g.log.Error("gateway: save session", "request_id", server.RequestID(r), "session", q.key, "err", err)
+		return
+	}
+	if rep.cut != "" {
+		return
+	}
+	st, err := store.Load(ctx, q.key)
+	if err != nil {
+		g.log.Error("gateway: load session", "session", q.key, "err", err)
+		return
+	}
+	if eng.Extract != nil {
+		if err := eng.Extract.Submit(extract.Job{Chat: q.key, User: q.user, Messages: st.Messages}); err != nil {
+			g.log.Warn("gateway: extract: "+err.Error(), "session", q.key)
+		}
+	}
+	if eng.ConsolidateThreshold >= 0 && eng.Counter != nil {
+		files := consolidate.WorkspaceFiles{WS: ws.Door}
+		c := consolidate.New(consolidate.Options{Client: eng.Client, Files: files, Counter: eng.Counter,
+			Model: eng.LLM.ConsolidateModel, Threshold: eng.ConsolidateThreshold, Logger: g.log})
+		if c.Due(st.Messages, st.LastConsolidated) {
+			g.bg.Add(1)
+			go func() {
+				defer g.bg.Done()
+				if _, err := session.Consolidate(context.Background(), store, q.key, c, files, session.ConsolidateOptions{LockWait: -1}); err != nil {
+					g.log.Warn("gateway: consolidate", "session", q.key, "err", err)
+				}
+			}()
+		}
+	}
+}
