@@ -271,13 +271,10 @@ func TestDetectPreset(t *testing.T) {
 	}
 }
 
-// The shared sample workspaces have no loom.yaml: they render with defaults
+// The real sample workspaces (testdata/workspaces) have no loom.yaml: they render with defaults
 // and the preset their layout implies.
 func TestConfigSampleWorkspaces(t *testing.T) {
-	root := filepath.Join("..", "..", "shared", "testdata", "workspaces")
-	if _, err := os.Stat(root); err != nil {
-		t.Skip("shared test workspaces not present:", err)
-	}
+	root := filepath.Join("..", "testdata", "workspaces")
 	for _, tt := range []struct{ dir, preset string }{
 		{"nanobot", PresetAssistant},
 		{"nao/getnao-example", PresetAnalyst},

@@ -76,7 +76,7 @@ func hasDiag(res *prompt.Result, path, substr string) bool {
 }
 
 func TestNanobotWorkspace(t *testing.T) {
-	dir := copyTree(t, "../../shared/testdata/workspaces/nanobot")
+	dir := copyTree(t, "../testdata/workspaces/nanobot")
 	res := render(t, dir, prompt.Options{})
 	if res.Report.Preset != prompt.Assistant {
 		t.Fatalf("preset %s, want assistant (no loom.yaml, no databases/ or RULES.md)", res.Report.Preset)
@@ -131,7 +131,7 @@ func TestNanobotWorkspace(t *testing.T) {
 func TestNaoProject(t *testing.T) {
 	for _, name := range []string{"getnao-example", "nao_demo-example"} {
 		t.Run(name, func(t *testing.T) {
-			res := render(t, copyTree(t, "../../shared/testdata/workspaces/nao/"+name), prompt.Options{})
+			res := render(t, copyTree(t, "../testdata/workspaces/nao/"+name), prompt.Options{})
 			if res.Report.Preset != prompt.Analyst {
 				t.Fatalf("preset %s", res.Report.Preset)
 			}

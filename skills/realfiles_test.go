@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// testdata is the shared folder of real skill files (see its README).
-const testdata = "../../shared/testdata/skills"
+// testdata is the repository's folder of real skill files (see its README).
+const testdata = "../testdata/skills"
 
 func realPath(t *testing.T, rel string) string {
 	t.Helper()
@@ -19,10 +19,10 @@ func realPath(t *testing.T, rel string) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared testdata not present: %v", err)
+		t.Fatalf("real test files missing (they are part of the repository): %v", err)
 	}
 	// The loader names extra folders by their real path; so must the test,
-	// wherever shared/ is (a copy, or a link to one).
+	// wherever the checkout is (a copy, or a link to one).
 	if p, err = filepath.EvalSymlinks(p); err != nil {
 		t.Fatal(err)
 	}
