@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -44,6 +45,23 @@ func SessionKey(channel, user string) string {
 // SessionPath is the session file of channel and user under dir.
 func SessionPath(dir, channel, user string) string {
 	return filepath.Join(dir, filepath.FromSlash(SessionDir), session.FileName(SessionKey(channel, user)))
+}
+
+// memoryDBPath makes the memory database's folder: through the door when
+// it is inside the workspace (0700, no symlink on the way), as given when
+// the operator put it elsewhere.
+func memoryDBPath(ws *workspace.Workspace, dbPath string) (string, error) {
+	rel, err := filepath.Rel(ws.Root(), dbPath)
+	if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
+		rel = filepath.ToSlash(rel)
+		if dir := path.Dir(rel); dir != "." {
+			if err := ws.MkdirAll(dir, 0o700); err != nil {
+				return "", err
+			}
+		}
+		return ws.LocalPath(rel)
+	}
+	return dbPath, os.MkdirAll(filepath.Dir(dbPath), 0o700)
 }
 
 // repl is one running chat: the terminal side of a session.Session.
@@ -96,7 +114,7 @@ func chatRun(opts *ChatOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+	if dbPath, err = memoryDBPath(ws, dbPath); err != nil {
 		return err
 	}
 	store, err := memory.OpenSQLite(dbPath)
