@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/workspace"
 )
 
@@ -25,11 +26,18 @@ type Options struct {
 	// Paths are extra skill folders (loom.yaml skills.paths), each holding
 	// <name>/SKILL.md folders. A relative path is inside the workspace and is
 	// read through its door; one that climbs out of it is refused. An
-	// absolute path outside the workspace is allowed, because the user named
-	// it explicitly: it becomes a door of its own, with the same size cap,
-	// text normalisation and symlink containment, so a link out of that
-	// folder is refused just as one out of the workspace is.
+	// absolute path outside the workspace becomes a door of its own, with
+	// the same size cap, text normalisation and symlink containment, so a
+	// link out of that folder is refused just as one out of the workspace
+	// is. When the paths come from the workspace itself (FromWorkspace), a
+	// folder outside it is used only if the operator allows it.
 	Paths []string
+	// FromWorkspace says Paths came from the workspace's loom.yaml, which
+	// may come from someone else: a folder outside the workspace is then
+	// refused, with a warning, unless it is inside a folder the
+	// operator lists in $LOOM_SKILLS_PATHS (separated like $PATH).
+	// [FromConfig] sets it.
+	FromWorkspace bool
 	// AbsolutePaths shows workspace skills to the model by absolute path
 	// (loom.yaml skills.absolute_paths). Relative paths are the default:
 	// absolute ones leak where things are installed and differ across
@@ -44,6 +52,36 @@ type Options struct {
 	LookPath func(string) (string, error)
 	Getenv   func(string) string
 	GOOS     string
+}
+
+// EnvSkillsPaths lists the folders outside a workspace (separated like
+// $PATH) from which the operator lets a workspace's loom.yaml take skills.
+const EnvSkillsPaths = "LOOM_SKILLS_PATHS"
+
+// operatorAllows reports whether the absolute folder p is inside a folder
+// the operator listed in $LOOM_SKILLS_PATHS.
+func (l *Loader) operatorAllows(p string) bool {
+	getenv := l.opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		real = p
+	}
+	for _, a := range filepath.SplitList(getenv(EnvSkillsPaths)) {
+		if a == "" || !filepath.IsAbs(a) {
+			continue
+		}
+		a = filepath.Clean(a)
+		if ra, err := filepath.EvalSymlinks(a); err == nil {
+			a = ra
+		}
+		if workspace.Within(a, real) {
+			return true
+		}
+	}
+	return false
 }
 
 // Workspace folders that hold skills.
@@ -201,6 +239,10 @@ func (l *Loader) extraRoot(p string, diags *workspace.Diagnostics) (root, bool) 
 	if real, err := filepath.EvalSymlinks(p); err == nil && l.ws.Root() != "" && workspace.Within(l.ws.Root(), real) {
 		rel, _ := filepath.Rel(l.ws.Root(), real)
 		return root{door: l.ws, dir: filepath.ToSlash(rel), source: SourceExtra, configured: orig}, true
+	}
+	if l.opts.FromWorkspace && !l.operatorAllows(p) {
+		diags.Add(workspace.Warning, config.FileName, 0, "skills.path-outside", "skills path %s is outside the workspace; loom.yaml cannot add one unless the operator allows it in %s", workspace.QuotePath(orig), EnvSkillsPaths)
+		return root{}, false
 	}
 	door := l.extDoor[p]
 	if door == nil {
