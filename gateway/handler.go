@@ -719,7 +719,7 @@ func (g *Gateway) save(r *http.Request, ws *server.Workspace, eng *server.Engine
 	l := g.sessionLock(ws.Name + "\x00" + q.key)
 	l.Lock()
 	defer l.Unlock()
-	store := session.NewFileStore(ws.Door.Abs(session.Dir), session.FileOptions{})
+	store := session.NewWorkspaceFileStore(ws.Door, session.FileOptions{})
 	if err := store.Append(ctx, q.key, saved...); err != nil {
 		g.log.Error("gateway: save session", "request_id", server.RequestID(r), "session", q.key, "err", err)
 		return

@@ -177,7 +177,7 @@ func (s *Server) buildMessages(r *http.Request, ws *Workspace) (any, error) {
 		if !validKey(q.SessionID) {
 			return nil, FieldErrorf("session_id", "a session id is 1 to 128 letters, digits and - _ . : @, not starting with a dot")
 		}
-		st, err := session.NewFileStore(ws.Door.Abs(session.Dir), session.FileOptions{}).Load(r.Context(), q.SessionID)
+		st, err := session.NewWorkspaceFileStore(ws.Door, session.FileOptions{}).Load(r.Context(), q.SessionID)
 		if err != nil {
 			return nil, err
 		}

@@ -311,7 +311,7 @@ func (s *Server) sessionMessages(r *http.Request, ws *Workspace) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := session.NewFileStore(ws.Door.Abs(session.Dir), session.FileOptions{}).Load(r.Context(), id)
+	st, err := session.NewWorkspaceFileStore(ws.Door, session.FileOptions{}).Load(r.Context(), id)
 	if err != nil {
 		return nil, err
 	}
