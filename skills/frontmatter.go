@@ -9,17 +9,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/loomctx/loom/internal/yamlsafe"
 	"github.com/loomctx/loom/workspace"
 )
-
-// maxExpandedNodes bounds how large a frontmatter may grow once its YAML
-// aliases are expanded. A real frontmatter has a few dozen nodes; an alias
-// bomb ("billion laughs") has billions, and is refused before it is decoded.
-const maxExpandedNodes = 10_000
 
 // Requires is what a skill needs from the machine before it can be used.
 type Requires struct {
@@ -133,93 +127,187 @@ func trimBody(s string) string {
 	}
 }
 
-// yamlError is a YAML problem with its line in the frontmatter (1-based,
-// counted from the line after the opening fence), or 0 when unknown.
-type yamlError struct {
-	line int
-	msg  string
-}
+// Bounds on a frontmatter, checked before it is parsed.
+const (
+	// MaxFrontmatterBytes caps the YAML between the fences. A real
+	// frontmatter is a few hundred bytes; the cap keeps a hostile one from
+	// costing more than a moment.
+	MaxFrontmatterBytes = 32 << 10
+	// maxAliasExpansion bounds how many values YAML aliases may add once
+	// expanded. A real frontmatter has a handful of aliases, if any; an
+	// alias bomb ("billion laughs") adds billions, and is refused before it
+	// is decoded. A large frontmatter without aliases adds nothing.
+	maxAliasExpansion = 10_000
+)
 
-func (e *yamlError) Error() string { return e.msg }
+// errFrontmatter marks a frontmatter that cannot be used; the diagnostic
+// says why.
+var errFrontmatter = errors.New("unusable frontmatter")
 
 // decodeFrontmatter decodes src, the YAML between the fences. Lines in
-// diagnostics are file lines: the opening fence is line 1.
+// diagnostics are file lines: the opening fence is line 1. Flat "key: value"
+// frontmatter, the usual kind, is read by [fastFrontmatter]; anything else
+// goes to the YAML parser, with the same result.
 func decodeFrontmatter(path, src string) (*Frontmatter, workspace.Diagnostics, error) {
+	return decode(path, src, true)
+}
+
+func decode(path, src string, fast bool) (*Frontmatter, workspace.Diagnostics, error) {
 	var diags workspace.Diagnostics
-	file, err := parseYAML(src)
+	if len(src) > MaxFrontmatterBytes {
+		diags.Add(workspace.Error, path, 1, "skill.frontmatter-size", "frontmatter is %d bytes; the limit is %d, so it is not read", len(src), MaxFrontmatterBytes)
+		return nil, diags, errFrontmatter
+	}
+	fm := &Frontmatter{lines: map[string]int{}}
+	var values map[string]any
+	if fast {
+		values = fastFrontmatter(src, fm.lines)
+	}
+	if values == nil {
+		var err error
+		values, err = slowFrontmatter(path, src, fm.lines, &diags)
+		if err != nil {
+			return nil, diags, err
+		}
+	}
+	fm.fill(path, values, &diags)
+	cutComments(path, src, fm, &diags)
+	return fm, diags, nil
+}
+
+// slowFrontmatter decodes src with the YAML parser into values, recording
+// each top-level key's file line in lines.
+func slowFrontmatter(path, src string, lines map[string]int, diags *workspace.Diagnostics) (map[string]any, error) {
+	body, err := parseYAML(src)
 	if err != nil {
-		fixed, lines := quoteColonValues(src)
-		if len(lines) > 0 {
-			if f2, err2 := parseYAML(fixed); err2 == nil {
-				file, err = f2, nil
-				for _, ln := range lines {
+		fixed, changed := quoteColonValues(src)
+		if len(changed) > 0 {
+			if b2, err2 := parseYAML(fixed); err2 == nil {
+				body, err = b2, nil
+				for _, ln := range changed {
 					diags.Add(workspace.Warning, path, ln+1, "skill.unquoted-colon", "value has an unquoted colon; read it as one quoted string (quote it to silence this)")
 				}
 			}
 		}
 	}
 	if err != nil {
-		var ye *yamlError
-		line := 0
-		msg := err.Error()
+		line, msg := 0, err.Error()
+		var ye *yamlsafe.Error
 		if errors.As(err, &ye) {
-			line, msg = ye.line, ye.msg
+			line, msg = ye.Line, ye.Msg
 		}
-		if line > 0 {
-			line++
-		} else {
-			line = 1
-		}
-		diags.Add(workspace.Error, path, line, "skill.frontmatter", "frontmatter: %s", fileCoords(msg))
-		return nil, diags, err
-	}
-
-	fm := &Frontmatter{lines: map[string]int{}}
-	var body ast.Node
-	if len(file.Docs) > 0 && file.Docs[0] != nil {
-		body = file.Docs[0].Body
-	}
-	if body == nil {
-		return fm, diags, nil
-	}
-	if n := expandedSize(body, map[string]int{}, 0); n > maxExpandedNodes {
-		line := body.GetToken().Position.Line + 1
-		diags.Add(workspace.Error, path, line, "skill.alias-bomb", "frontmatter: YAML aliases expand to more than %d values; refused", maxExpandedNodes)
-		return nil, diags, errors.New("alias bomb")
-	}
-	var pairs []*ast.MappingValueNode
-	switch b := body.(type) {
-	case *ast.MappingNode:
-		pairs = b.Values
-	case *ast.MappingValueNode:
-		pairs = []*ast.MappingValueNode{b}
-	default:
-		diags.Add(workspace.Error, path, body.GetToken().Position.Line+1, "skill.frontmatter", "frontmatter: want a mapping of keys to values, got %s", strings.ToLower(body.Type().String()))
-		return nil, diags, errors.New("not a mapping")
+		diags.Add(workspace.Error, path, max(line+1, 1), "skill.frontmatter", "frontmatter: %s", msg)
+		return nil, err
 	}
 	values := map[string]any{}
-	if err := yaml.NodeToValue(body, &values); err != nil {
-		line := 1
-		var ye yaml.Error
-		if errors.As(err, &ye) && ye.GetToken() != nil {
-			line = ye.GetToken().Position.Line + 1
-			err = errors.New(ye.GetMessage())
-		}
-		diags.Add(workspace.Error, path, line, "skill.frontmatter", "frontmatter: %v", err)
-		return nil, diags, err
+	if body == nil {
+		return values, nil
 	}
-	for _, kv := range pairs {
-		if kv == nil || kv.Key == nil {
-			continue
+	if body.Kind != yaml.MappingNode {
+		diags.Add(workspace.Error, path, body.Line+1, "skill.frontmatter", "frontmatter: want a mapping of keys to values, got %s", kindName(body))
+		return nil, errFrontmatter
+	}
+	nodes, expanded := nodeCounts(body)
+	if expanded-nodes > maxAliasExpansion {
+		diags.Add(workspace.Error, path, body.Line+1, "skill.alias-bomb", "frontmatter: YAML aliases expand its %d values to more than %d; refused", nodes, nodes+maxAliasExpansion)
+		return nil, errFrontmatter
+	}
+	if err := decodeNode(body, &values); err != nil {
+		msg := err.Error()
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			msg = te.Errors[0]
 		}
-		k := kv.Key.GetToken()
-		if k != nil {
-			fm.lines[k.Value] = k.Position.Line + 1
+		line := body.Line
+		if m := decodeLine.FindStringSubmatch(msg); m != nil {
+			// "line 2: mapping key "name" already defined at line 1", in
+			// frontmatter lines: say them as file lines.
+			n, _ := strconv.Atoi(m[1])
+			line, msg = n, atLine.ReplaceAllStringFunc(m[2], func(s string) string {
+				k, _ := strconv.Atoi(strings.TrimPrefix(s, "at line "))
+				return "at line " + strconv.Itoa(k+1)
+			})
+		}
+		diags.Add(workspace.Error, path, line+1, "skill.frontmatter", "frontmatter: %s", strings.TrimPrefix(msg, "yaml: "))
+		return nil, err
+	}
+	for i := 0; i+1 < len(body.Content); i += 2 {
+		k := body.Content[i]
+		if _, seen := lines[k.Value]; !seen {
+			lines[k.Value] = k.Line + 1
 		}
 	}
-	fm.fill(path, values, &diags)
-	cutComments(path, src, fm, &diags)
-	return fm, diags, nil
+	return values, nil
+}
+
+var (
+	decodeLine = regexp.MustCompile(`^line (\d+): (.*)$`)
+	atLine     = regexp.MustCompile(`at line \d+`)
+)
+
+// parseYAML parses src, capped and linear (see package yamlsafe).
+func parseYAML(src string) (*yaml.Node, error) {
+	return yamlsafe.Parse([]byte(src), yamlsafe.Limits{MaxBytes: MaxFrontmatterBytes})
+}
+
+// decodeNode decodes n into v; a panic in the decoder is an error.
+func decodeNode(n *yaml.Node, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("YAML decoder failed: %v", r)
+		}
+	}()
+	return n.Decode(v)
+}
+
+// nodeCounts returns how many nodes the tree holds as written, and how many
+// it stands for once every alias is expanded, memoised per node and capped,
+// so a bomb costs little to detect.
+func nodeCounts(root *yaml.Node) (nodes, expanded int) {
+	const ceiling = 1 << 40
+	memo := map[*yaml.Node]int{}
+	var size func(n *yaml.Node, depth int) int
+	size = func(n *yaml.Node, depth int) int {
+		if n == nil || depth > 200 {
+			return 1
+		}
+		if v, ok := memo[n]; ok {
+			return v
+		}
+		total := 1
+		if n.Kind == yaml.AliasNode {
+			total = size(n.Alias, depth+1)
+		} else {
+			for _, c := range n.Content {
+				total = min(total+size(c, depth+1), ceiling)
+			}
+		}
+		memo[n] = total
+		return total
+	}
+	var count func(n *yaml.Node, depth int)
+	count = func(n *yaml.Node, depth int) {
+		nodes++
+		if n.Kind != yaml.AliasNode && depth <= 200 {
+			for _, c := range n.Content {
+				count(c, depth+1)
+			}
+		}
+	}
+	count(root, 0)
+	return nodes, size(root, 0)
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return "a single value"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "something else"
 }
 
 // cutComments warns about a top-level text value that YAML cut at " #":
@@ -269,88 +357,6 @@ func srcLine(src string, n int) (string, bool) {
 		}
 		src = rest
 	}
-}
-
-// yamlCoords matches the "[line:column]" goccy puts in some messages.
-var yamlCoords = regexp.MustCompile(`\[(\d+):(\d+)\]`)
-
-// fileCoords rewrites goccy's frontmatter coordinates as file lines.
-func fileCoords(msg string) string {
-	return yamlCoords.ReplaceAllStringFunc(msg, func(m string) string {
-		sub := yamlCoords.FindStringSubmatch(m)
-		n, _ := strconv.Atoi(sub[1])
-		return "line " + strconv.Itoa(n+1)
-	})
-}
-
-// parseYAML parses src, turning goccy's errors into a yamlError with a line.
-func parseYAML(src string) (f *ast.File, err error) {
-	defer func() {
-		// The parser must never take loom down; a panic is a parse error.
-		if r := recover(); r != nil {
-			f, err = nil, &yamlError{msg: fmt.Sprintf("YAML parser failed: %v", r)}
-		}
-	}()
-	f, err = parser.ParseBytes([]byte(src), 0)
-	if err != nil {
-		var ye yaml.Error
-		if errors.As(err, &ye) {
-			line := 0
-			if tok := ye.GetToken(); tok != nil && tok.Position != nil {
-				line = tok.Position.Line
-			}
-			return nil, &yamlError{line: line, msg: ye.GetMessage()}
-		}
-		return nil, &yamlError{msg: err.Error()}
-	}
-	return f, nil
-}
-
-// expandedSizes adds up expandedSize over nodes, stopping once past the
-// limit.
-func expandedSizes[N ast.Node](nodes []N, anchors map[string]int, depth int) int {
-	total := 0
-	for _, v := range nodes {
-		total += expandedSize(v, anchors, depth)
-		if total > maxExpandedNodes {
-			break
-		}
-	}
-	return total
-}
-
-// expandedSize counts the values n stands for once aliases are expanded. It
-// stops counting once past the limit, so a bomb costs little to detect.
-func expandedSize(n ast.Node, anchors map[string]int, depth int) int {
-	if n == nil || depth > 200 {
-		return 1
-	}
-	switch n := n.(type) {
-	case *ast.DocumentNode:
-		return expandedSize(n.Body, anchors, depth+1)
-	case *ast.MappingNode:
-		return 1 + expandedSizes(n.Values, anchors, depth+1)
-	case *ast.MappingValueNode:
-		return 1 + expandedSize(n.Key, anchors, depth+1) + expandedSize(n.Value, anchors, depth+1)
-	case *ast.MappingKeyNode:
-		return 1 + expandedSize(n.Value, anchors, depth+1)
-	case *ast.SequenceNode:
-		return 1 + expandedSizes(n.Values, anchors, depth+1)
-	case *ast.TagNode:
-		return 1 + expandedSize(n.Value, anchors, depth+1)
-	case *ast.AnchorNode:
-		size := expandedSize(n.Value, anchors, depth+1)
-		if n.Name != nil {
-			anchors[n.Name.GetToken().Value] = size
-		}
-		return size
-	case *ast.AliasNode:
-		if n.Value != nil {
-			return anchors[n.Value.GetToken().Value] + 1
-		}
-		return 1
-	}
-	return 1
 }
 
 // colonLine is a top-level "key: value" line whose plain value may hold a

@@ -40,11 +40,13 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/goccy/go-yaml"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/loomctx/loom/internal/yamlsafe"
 	"github.com/loomctx/loom/workspace"
 )
 
@@ -411,13 +413,13 @@ func Parse(file, text string) (Parsed, error) {
 func (p *Parsed) frontMatter(file, text string) error {
 	var fm frontMatter
 	if strings.TrimSpace(text) != "" {
-		if err := yaml.UnmarshalWithOptions([]byte(text), &fm, yaml.Strict()); err != nil {
+		if err := decodeStrict(text, &fm); err != nil {
 			line, msg := 0, err.Error()
-			var ye yaml.Error
+			var ye *yamlsafe.Error
 			if errors.As(err, &ye) {
-				msg = ye.GetMessage()
-				if tk := ye.GetToken(); tk != nil {
-					line = tk.Position.Line + 1 // the front matter starts on line 2
+				msg = ye.Msg
+				if ye.Line > 0 {
+					line = ye.Line + 1 // the front matter starts on line 2
 				}
 			}
 			return &ParseError{File: file, Line: line, Msg: "front matter: " + strings.Join(strings.Fields(msg), " ")}
@@ -471,3 +473,39 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// maxFrontMatter caps a dialect file's front matter before it is parsed.
+const maxFrontMatter = 16 << 10
+
+// decodeStrict decodes front matter into v with the capped, linear parser,
+// refusing keys v does not have.
+func decodeStrict(text string, v any) (err error) {
+	body, err := yamlsafe.Parse([]byte(text), yamlsafe.Limits{MaxBytes: maxFrontMatter})
+	if err != nil || body == nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &yamlsafe.Error{Msg: fmt.Sprintf("YAML decoder failed: %v", r)}
+		}
+	}()
+	// The text passed the size and nesting checks; decode it again with
+	// unknown keys refused.
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		msg := strings.TrimPrefix(strings.Join(strings.Fields(err.Error()), " "), "yaml: ")
+		msg = strings.TrimPrefix(msg, "unmarshal errors: ")
+		if m := lineMsg.FindStringSubmatch(msg); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return &yamlsafe.Error{Line: n, Msg: unknownField.ReplaceAllString(m[2], `unknown field "$1"`)}
+		}
+		return &yamlsafe.Error{Msg: msg}
+	}
+	return nil
+}
+
+var (
+	lineMsg      = regexp.MustCompile(`^line (\d+): (.*)$`)
+	unknownField = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+)
