@@ -14,14 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
-	"github.com/loomctx/loom/cmd/loom/serve"
 	"github.com/loomctx/loom/mcpserver"
 	"github.com/loomctx/loom/workspace"
 )
-
-// loom serve mounts every workspace's MCP endpoint at
-// /v1/workspaces/{ws}/mcp.
-func init() { serve.Mounts = append(serve.Mounts, mcpserver.Mount) }
 
 // Options are the inputs of `loom mcp`.
 type Options struct {
