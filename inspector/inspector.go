@@ -60,7 +60,7 @@ var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 		}
 		return min(100, float64(tokens)*100/float64(budget))
 	},
-	"ts":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
+	"ts": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
 }).ParseFS(templateFS, "templates/*.html"))
 
 // Mount serves the inspector on s: the page at /inspect/{ws}/ (and

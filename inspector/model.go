@@ -71,7 +71,7 @@ type Segment struct {
 // SkillRow is one skill in the skills tab.
 type SkillRow struct {
 	Name, Location, Status, Missing, Description string
-	Available, Always, InPrompt                 bool
+	Available, Always, InPrompt                  bool
 }
 
 // MemoryView is the memory tab: what the prompt selected and what it left
