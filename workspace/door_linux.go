@@ -29,13 +29,19 @@ func openBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
 		Mode:    uint64(mode),
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	}
-	for {
+	for tries := 0; ; tries++ {
 		fd, err := unix.Openat2(dirfd, name, how)
 		switch err {
 		case nil:
 			return fd, nil
-		case unix.EINTR, unix.EAGAIN: // EAGAIN: a rename raced the lookup
-			continue
+		case unix.EINTR, unix.EAGAIN:
+			// EAGAIN: a rename raced the lookup. Someone renaming in a
+			// loop must not keep the door spinning: after a few tries,
+			// walk instead.
+			if tries < 16 {
+				continue
+			}
+			return walkOpen(dirfd, rel, flags, mode)
 		case unix.ENOSYS:
 			noOpenat2.Store(true)
 			return walkOpen(dirfd, rel, flags, mode)
