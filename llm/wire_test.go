@@ -94,3 +94,23 @@ func TestBaseURLQuery(t *testing.T) {
 		t.Errorf("path %s", p)
 	}
 }
+
+// A developer message (OpenAI's newer system role) reaches an OpenAI-style
+// endpoint as it is, and Anthropic as user text.
+func TestDeveloperRole(t *testing.T) {
+	req := llm.Request{Messages: []messages.Message{
+		{Role: messages.RoleDeveloper, Content: messages.TextContent("be terse")},
+		{Role: messages.RoleUser, Content: messages.TextContent("hi")},
+	}}
+	for _, format := range []string{llmtest.OpenAI, llmtest.Anthropic} {
+		s := llmtest.New(t, format)
+		if _, err := s.Client(t, nil).Complete(context.Background(), req); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		first := s.Requests()[0].JSON["messages"].([]any)[0].(map[string]any)
+		want := map[string]string{llmtest.OpenAI: "developer", llmtest.Anthropic: "user"}[format]
+		if first["role"] != want {
+			t.Errorf("%s: first message %v, want role %s", format, first, want)
+		}
+	}
+}

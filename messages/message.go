@@ -25,6 +25,10 @@ const (
 	RoleUser      Role = "user"
 	RoleAssistant Role = "assistant"
 	RoleTool      Role = "tool"
+	// RoleDeveloper is OpenAI's newer name for system instructions. loom
+	// passes it through to OpenAI-style endpoints, sends it to Anthropic
+	// as user text, and never keeps it in history.
+	RoleDeveloper Role = "developer"
 )
 
 // Message is loom's one chat message type: provider-neutral, used for

@@ -104,7 +104,7 @@ func (r *Result) OpenAI() ([]OpenAIMessage, error) {
 func openAIMessage(m Message) (OpenAIMessage, error) {
 	out := OpenAIMessage{Role: m.Role}
 	switch m.Role {
-	case RoleSystem:
+	case RoleSystem, RoleDeveloper:
 		out.Content = textContent(m.Content)
 	case RoleUser:
 		if m.Content.IsList() {

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# run.sh [REF...] — build weight and start-up of cmd/loom at each git REF
+# (default HEAD), beside a Go hello-world, all in one run:
+#
+#   - the CPU time (user+sys) of a first `go build ./cmd/loom` with an empty
+#     build cache (GOCACHE in a new temporary folder) and the size that cache
+#     reaches. The module cache (GOMODCACHE) is the machine's own, already
+#     filled: the figure is compile and link work, not download time;
+#   - the binary's size;
+#   - the median wall time of `loom --version` against the hello-world's.
+#
+# With DEPS=1 it also prices each direct dependency: a program that only
+# blank-imports it, built cold the same way (CPU time and binary size).
+#
+#   bench/cold/run.sh                      # HEAD
+#   bench/cold/run.sh e84aa91 HEAD         # before and after a change
+#   RUNS=201 DEPS=1 bench/cold/run.sh
+set -euo pipefail
+runs=${RUNS:-101}
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+refs=("$@")
+[ ${#refs[@]} -gt 0 ] || refs=(HEAD)
+tmp=$(mktemp -d)
+trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+
+# cold_build DIR PKG OUT: build PKG in DIR with an empty build cache; prints
+# "cpu_seconds cache_mb".
+cold_build() {
+  local dir=$1 pkg=$2 out=$3 cache
+  cache=$(mktemp -d "$tmp/cache.XXXX")
+  local TIMEFORMAT='%U %S'
+  local t
+  t=$( { time (cd "$dir" && GOCACHE=$cache go build -o "$out" "$pkg") 2>&1 >/dev/null ; } 2>&1 | tail -1)
+  local mb
+  mb=$(du -sm "$cache" | cut -f1)
+  chmod -R u+w "$cache"; rm -rf "$cache"
+  echo "$t" | awk -v mb="$mb" '{printf "%.1f %d\n", $1+$2, mb}'
+}
+
+size_mb() { stat -c %s "$1" | awk '{printf "%.1f", $1/1048576}'; }
+
+mkdir -p "$tmp/hello"
+printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("loom version dev") }\n' >"$tmp/hello/main.go"
+printf 'module hello\n\ngo 1.26\n' >"$tmp/hello/go.mod"
+read -r hcpu hmb < <(cold_build "$tmp/hello" . "$tmp/hello-bin")
+
+printf "%-22s %12s %9s %10s\n" build "cold CPU s" "cache MB" "binary MB"
+printf "%-22s %12s %9s %10s\n" hello-world "$hcpu" "$hmb" "$(size_mb "$tmp/hello-bin")"
+startup=("hello=$tmp/hello-bin")
+for ref in "${refs[@]}"; do
+  name=$(git -C "$repo" rev-parse --short "$ref")
+  src="$tmp/src-$name"
+  mkdir -p "$src"
+  git -C "$repo" archive "$ref" | tar -x -C "$src"
+  read -r cpu mb < <(cold_build "$src" ./cmd/loom "$tmp/loom-$name")
+  printf "%-22s %12s %9s %10s\n" "loom@$name" "$cpu" "$mb" "$(size_mb "$tmp/loom-$name")"
+  startup+=("loom@$name=$tmp/loom-$name --version")
+done
+
+if [ "${DEPS:-0}" = 1 ]; then
+  src="$tmp/src-$(git -C "$repo" rev-parse --short "${refs[-1]}")"
+  echo
+  printf "%-40s %12s %10s\n" "dependency (blank import)" "cold CPU s" "binary MB"
+  for mod in $(cd "$src" && go list -m -f '{{if not .Indirect}}{{if not .Main}}{{.Path}}{{end}}{{end}}' all); do
+    pkg=$(cd "$src" && go list -deps ./... 2>/dev/null | grep -x -m1 -e "$mod" -e "$mod/[^/]*" || true)
+    [ -n "$pkg" ] || continue
+    d="$tmp/dep"
+    rm -rf "$d"; mkdir -p "$d"
+    cp "$src/go.mod" "$src/go.sum" "$d/"
+    sed -i 's|^module .*|module depcost|' "$d/go.mod"
+    printf 'package main\n\nimport _ "%s"\n\nfunc main() {}\n' "$pkg" >"$d/main.go"
+    read -r cpu _ < <(cold_build "$d" . "$d/bin")
+    printf "%-40s %12s %10s\n" "$pkg" "$cpu" "$(size_mb "$d/bin")"
+  done
+fi
+
+echo
+echo "start-up ($runs runs each, interleaved; ratio to hello-world):"
+(cd "$repo" && go run ./bench/cold/startup -n "$runs" "${startup[@]}")
