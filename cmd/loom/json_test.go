@@ -182,3 +182,43 @@ func checkSnake(t *testing.T, where string, v any) {
 		}
 	}
 }
+
+// Each diagnostic is reported once: on stderr by render and messages, and
+// in render's JSON report.
+func TestDiagnosticsOnce(t *testing.T) {
+	t.Setenv("LOOM_MEMORY_DB", "")
+	dir := jsonWorkspace(t)
+	for _, args := range [][]string{
+		{"render", "-w", dir},
+		{"messages", "-w", dir, "--message", "hi"},
+		{"inspect", "-w", dir},
+	} {
+		ios, _, out, errOut := cmdutil.Test()
+		runWith(ios, args)
+		text := errOut.String() + out.String()
+		if !strings.Contains(text, "skills/broken/SKILL.md") {
+			t.Fatalf("loom %s: the broken skill is not reported:\n%s", args[0], text)
+		}
+		seen := map[string]bool{}
+		for _, line := range strings.Split(errOut.String(), "\n") {
+			if line != "" && seen[line] {
+				t.Errorf("loom %s: reported twice: %s", args[0], line)
+			}
+			seen[line] = true
+		}
+	}
+	var res prompt.Result
+	if err := json.Unmarshal(runJSON(t, "render", "-w", dir, "--json"), &res); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, d := range res.Report.Diagnostics {
+		if seen[d.String()] {
+			t.Errorf("render --json: reported twice: %s", d)
+		}
+		seen[d.String()] = true
+	}
+	if len(seen) == 0 {
+		t.Error("render --json: no diagnostics; the check proves nothing")
+	}
+}
