@@ -306,7 +306,7 @@ func TestInspectorInBrowser(t *testing.T) {
 
 	// 6. Screenshots, wide and at 390 px, and nothing wider than the phone.
 	do(t, ctx, chromedp.Click(`[data-tab="prompt"]`))
-	full, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	full, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	t.Logf("screenshot: %s", shot)
 	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Sleep(200*time.Millisecond))
 	width := eval[int](t, ctx, `document.documentElement.scrollWidth`)
-	phone, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	phone, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}

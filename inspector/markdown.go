@@ -14,6 +14,14 @@ func markdownHTML(src string) template.HTML {
 	var para []string
 	list := ""
 	flushPara := func() {
+		if len(para) > 0 && strings.HasPrefix(strings.TrimSpace(para[0]), "<") {
+			// XML-like blocks (a skills catalogue) keep their lines.
+			b.WriteString("<pre class=\"xml\">")
+			b.WriteString(template.HTMLEscapeString(strings.Join(para, "\n")))
+			b.WriteString("</pre>\n")
+			para = para[:0]
+			return
+		}
 		if len(para) > 0 {
 			b.WriteString("<p>")
 			b.WriteString(inline(strings.Join(para, "\n")))

@@ -18,6 +18,9 @@ type Options struct {
 	IO    *cmdutil.IOStreams
 	Flags shared.RenderFlags
 	JSON  bool
+	// Web serves the inspector page on Addr instead of printing a table.
+	Web  bool
+	Addr string
 }
 
 // NewCmdInspect returns the inspect command. runF replaces the run function
@@ -29,17 +32,26 @@ func NewCmdInspect(io *cmdutil.IOStreams, runF func(*Options) error) *cobra.Comm
 		Short: "Show what each section of the prompt costs and what was left out",
 		Long: `Render the prompt as loom render does, but print a table instead of the
 prompt: each section, the files it came from, its tokens, and whether it was
-kept, dropped or truncated (and why), then the totals and every diagnostic.`,
+kept, dropped or truncated (and why), then the totals and every diagnostic.
+
+With --web, serve the same as a live web page on a loopback address and print
+its URL: sections with their text, a token bar, controls that re-render at
+once, skills, memories and a cache diff between two renders.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(opts)
+			}
+			if opts.Web {
+				return webRun(cmd.Context(), opts)
 			}
 			return inspectRun(cmd.Context(), opts)
 		},
 	}
 	opts.Flags.Bind(cmd)
 	cmdutil.AddJSONFlag(cmd.Flags(), &opts.JSON)
+	cmd.Flags().BoolVar(&opts.Web, "web", false, "serve the inspector web page and print its URL")
+	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:0", "address for --web (loopback only)")
 	return cmd
 }
 
