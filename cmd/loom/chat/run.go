@@ -186,7 +186,7 @@ func (r *repl) loop(signals <-chan os.Signal) error {
 		text string
 		err  error
 	}
-	lines := make(chan line)
+	lines := make(chan line, 1) // a read that ends after the loop has no one to wait for it
 	next := make(chan struct{}, 1)
 	go func() {
 		in := bufio.NewReader(ios.In)

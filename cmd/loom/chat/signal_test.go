@@ -130,3 +130,47 @@ func TestSignalDuringReplySavesTurn(t *testing.T) {
 		})
 	}
 }
+
+// SIGTERM while the chat waits for input ends it at once, with the
+// finished turn saved.
+func TestSignalWhileIdleEndsChat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	s := llmtest.New(t, llmtest.OpenAI)
+	s.Push(llmtest.Reply{Text: "Done."})
+	dir := t.TempDir()
+	os.WriteFile(dir+"/AGENTS.md", []byte("You are the test agent.\n"), 0o644)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChatProc+"="+s.URL+"/v1", "LOOM_CHAT_TEST_DIR="+dir)
+	stdin, _ := cmd.StdinPipe()
+	defer stdin.Close()
+	var out, errOut syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	stdin.Write([]byte("Hello\n"))
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(errOut.String(), "[tokens in ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn never ended; stderr:\n%s", errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, errOut.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("SIGTERM at the prompt did not end the chat")
+	}
+	if h := readSession(t, dir); len(h.Messages) != 2 || h.Messages[1].Content.Text != "Done." {
+		t.Errorf("session %+v", h.Messages)
+	}
+}
