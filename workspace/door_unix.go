@@ -4,10 +4,12 @@ package workspace
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -118,4 +120,65 @@ func (w *Workspace) openIn(rel, relReal string, flags int, perm fs.FileMode) (*o
 		return nil, &fs.PathError{Op: "open", Path: rel, Err: err}
 	}
 	return os.NewFile(uintptr(fd), filepath.Join(w.root, filepath.FromSlash(relReal))), nil
+}
+
+// readBeneath reads relReal under the root with no symlink followed, on a
+// bare descriptor: one open, one fstat of the descriptor (a regular file
+// within limit), reads into a buffer of the file's size, one close. rel is
+// the name errors give.
+func (w *Workspace) readBeneath(rel, relReal string, limit int64) ([]byte, FileID, error) {
+	if w.fsys != nil {
+		return nil, FileID{}, &fs.PathError{Op: "open", Path: rel, Err: errors.ErrUnsupported}
+	}
+	root, err := w.rootFD()
+	if err != nil {
+		return nil, FileID{}, err
+	}
+	fd, err := openBeneath(root, relReal, unix.O_RDONLY, 0)
+	unix.Close(root)
+	if err != nil {
+		var se *symlinkError
+		if errors.As(err, &se) || errors.Is(err, errSymlinkMet) {
+			return nil, FileID{}, err
+		}
+		return nil, FileID{}, &fs.PathError{Op: "open", Path: rel, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, FileID{}, &fs.PathError{Op: "fstat", Path: rel, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, FileID{}, &RefusedError{Path: rel, Reason: ErrNotRegular, Detail: modeName(fileModeType(st.Mode))}
+	}
+	if st.Size > limit {
+		return nil, FileID{}, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("%d bytes; the limit is %d", st.Size, limit)}
+	}
+	id := FileID{Size: st.Size, ModTime: time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)), Ino: uint64(st.Ino), Dev: uint64(st.Dev)}
+	// One byte more than the size finds a file that grew since the fstat.
+	buf := make([]byte, st.Size+1)
+	n := 0
+	for {
+		if n == len(buf) {
+			if int64(len(buf)) > limit {
+				return nil, FileID{}, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("more than %d bytes", limit)}
+			}
+			buf = append(buf, make([]byte, min(int64(len(buf)), limit+1-int64(len(buf))))...)
+		}
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, FileID{}, &fs.PathError{Op: "read", Path: rel, Err: err}
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	if int64(n) > limit {
+		return nil, FileID{}, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("more than %d bytes", limit)}
+	}
+	return buf[:n], id, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -330,9 +329,9 @@ func (w *Workspace) load(rel string) (*File, error) {
 		// The common case, a path with no symlink on it, costs one open:
 		// then rel is its own real path, and openat2 proves it. Only a
 		// symlink met on the way sends the read through resolve.
-		data, st, err := w.readBeneath(rel, rel, w.maxSize.Load())
+		data, id, err := w.readBeneath(rel, rel, w.maxSize.Load())
 		if err == nil {
-			return newFile(rel, data, idOf(st))
+			return newFile(rel, data, id)
 		}
 		if !errors.Is(err, errSymlinkMet) {
 			return nil, err
@@ -360,50 +359,11 @@ func (w *Workspace) load(rel string) (*File, error) {
 // descriptor is checked with fstat (a regular file, within the size cap),
 // never the path.
 func (w *Workspace) readReal(rel, real string) (*File, error) {
-	data, st, err := w.readBeneath(rel, relTo(w.root, real), w.maxSize.Load())
+	data, id, err := w.readBeneath(rel, relTo(w.root, real), w.maxSize.Load())
 	if err != nil {
 		return nil, err
 	}
-	return newFile(rel, data, idOf(st))
-}
-
-// readBeneath reads relReal under the root with no symlink followed. rel is
-// the name errors give.
-func (w *Workspace) readBeneath(rel, relReal string, limit int64) ([]byte, fs.FileInfo, error) {
-	fh, err := w.openIn(rel, relReal, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, &RefusedError{Path: rel, Reason: ErrNotRegular, Detail: modeName(st.Mode())}
-	}
-	if st.Size() > limit {
-		return nil, nil, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("%d bytes; the limit is %d", st.Size(), limit)}
-	}
-	// One read into a buffer of the right size; one byte more finds a file
-	// that grew since the fstat.
-	buf := make([]byte, st.Size()+1)
-	n, err := io.ReadFull(fh, buf)
-	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		return nil, nil, err
-	}
-	if n > int(st.Size()) {
-		rest, err := io.ReadAll(io.LimitReader(fh, limit-int64(n)+1))
-		if err != nil {
-			return nil, nil, err
-		}
-		buf = append(buf[:n], rest...)
-		n = len(buf)
-		if int64(n) > limit {
-			return nil, nil, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("more than %d bytes", limit)}
-		}
-	}
-	return buf[:n], st, nil
+	return newFile(rel, data, id)
 }
 
 // readDirDirect lists rel with one open when no symlink is on its path,
