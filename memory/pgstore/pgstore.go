@@ -85,6 +85,10 @@ var migrations = []string{
 		content   text NOT NULL,
 		PRIMARY KEY (workspace, user_id, name)
 	);`,
+	// 3: when a session was created and last appended to.
+	`ALTER TABLE loom_sessions
+		ADD COLUMN created_at timestamptz NOT NULL DEFAULT now(),
+		ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now();`,
 }
 
 // WorkspaceKey is the name a workspace's rows are kept under: the value
@@ -113,9 +117,15 @@ var ErrUnavailable = memory.ErrUnavailable
 type Option func(*config)
 
 type config struct {
-	maxConns int32
-	listen   bool
+	maxConns  int32
+	lockConns int32
+	listen    bool
 }
+
+// WithLockConns bounds the connections that hold session locks (see
+// [Sessions.Lock]); the default is 32. They are a pool of their own, so a
+// replica holding many locks never starves its work of connections.
+func WithLockConns(n int32) Option { return func(c *config) { c.lockConns = n } }
 
 // WithMaxConns bounds the pool; the default is pgxpool's.
 func WithMaxConns(n int32) Option { return func(c *config) { c.maxConns = n } }
@@ -129,6 +139,9 @@ func WithoutListen() Option { return func(c *config) { c.listen = false } }
 type DB struct {
 	pool *pgxpool.Pool
 	cfg  *pgxpool.Config
+	// lockPool holds the connections that hold session locks: a lock is
+	// held by its connection, and a waiter waits on one.
+	lockPool *pgxpool.Pool
 
 	mu        sync.Mutex
 	listeners map[int]func(workspace, user string)
@@ -159,9 +172,21 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	db := &DB{pool: pool, cfg: pcfg, listeners: map[int]func(string, string){}}
+	lcfg := pcfg.Copy()
+	lcfg.MaxConns = 32
+	if c.lockConns > 0 {
+		lcfg.MaxConns = c.lockConns
+	}
+	lcfg.MinConns = 0
+	lockPool, err := pgxpool.NewWithConfig(ctx, lcfg)
+	if err != nil {
+		pool.Close()
+		return nil, unavailable(err)
+	}
+	db := &DB{pool: pool, lockPool: lockPool, cfg: pcfg, listeners: map[int]func(string, string){}}
 	if err := db.migrate(ctx); err != nil {
 		pool.Close()
+		lockPool.Close()
 		return nil, err
 	}
 	if c.listen {
@@ -190,6 +215,7 @@ func (db *DB) Close() error {
 		<-db.done
 	}
 	db.pool.Close()
+	db.lockPool.Close()
 	return nil
 }
 

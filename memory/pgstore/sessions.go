@@ -47,6 +47,9 @@ type SessionState struct {
 	Key          string
 	Messages     []messages.Message
 	Consolidated int // leading messages already in the memory files
+	// CreatedAt and UpdatedAt are the server's times of the first and the
+	// last append; zero for a session never written.
+	CreatedAt, UpdatedAt time.Time
 }
 
 // Load returns the kept messages of key and its pointer; a session never
@@ -55,7 +58,7 @@ func (s *Sessions) Load(ctx context.Context, key string) (*SessionState, error) 
 	st := &SessionState{Key: key}
 	err := pgx.BeginTxFunc(ctx, s.db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var base, consolidated int64
-		err := tx.QueryRow(ctx, `SELECT base, consolidated FROM loom_sessions WHERE workspace = $1 AND key = $2`, s.workspace, key).Scan(&base, &consolidated)
+		err := tx.QueryRow(ctx, `SELECT base, consolidated, created_at, updated_at FROM loom_sessions WHERE workspace = $1 AND key = $2`, s.workspace, key).Scan(&base, &consolidated, &st.CreatedAt, &st.UpdatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -105,7 +108,7 @@ func (s *Sessions) Append(ctx context.Context, key string, msgs ...messages.Mess
 	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
 		var first int64
 		err := tx.QueryRow(ctx, `INSERT INTO loom_sessions (workspace, key, next) VALUES ($1, $2, $3)
-			ON CONFLICT (workspace, key) DO UPDATE SET next = loom_sessions.next + $3
+			ON CONFLICT (workspace, key) DO UPDATE SET next = loom_sessions.next + $3, updated_at = now()
 			RETURNING next - $3`, s.workspace, key, int64(len(raws))).Scan(&first)
 		if err != nil {
 			return err
@@ -239,11 +242,12 @@ func (s *Sessions) ReadFile(ctx context.Context, user, name string) (text string
 
 // Lock takes key's session lock, waiting until ctx ends: every replica
 // runs a session's turns and consolidations one after another under it.
-// It is a PostgreSQL advisory lock held on one connection of the pool, so
-// when a replica dies (SIGKILL, a lost network) the server drops the
-// connection and the lock with it. release gives the lock back.
+// It is a PostgreSQL advisory lock held on one connection of the DB's
+// lock pool (apart from the connections that do the work, which a locked
+// turn needs), so when a replica dies (SIGKILL, a lost network) the server
+// drops the connection and the lock with it. release gives the lock back.
 func (s *Sessions) Lock(ctx context.Context, key string) (release func(), err error) {
-	conn, err := s.db.pool.Acquire(ctx)
+	conn, err := s.db.lockPool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
 	}
