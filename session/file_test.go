@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loomctx/loom/internal/jsonout"
+	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/session"
 )
@@ -115,6 +117,26 @@ func TestFileNames(t *testing.T) {
 		}
 		if strings.Contains(session.FileName(key), "/") {
 			t.Errorf("FileName(%q) has a slash", key)
+		}
+	}
+}
+
+// The consolidation report is `loom memory consolidate`'s output (and an
+// HTTP body later): snake_case, and it round-trips.
+func TestReportRoundTrips(t *testing.T) {
+	rep := session.Report{Messages: 8, Tokens: 500, Threshold: 400, PointerFrom: 0, PointerTo: 6, SessionSaved: true,
+		Outcomes: []consolidate.Outcome{{From: 0, To: 6, Archived: true, Refused: "memory_update holds control character U+0000 at byte 3; it is not text",
+			Attempts: 1, Forced: true, HistoryEntry: "[2026-03-01 10:00] <raw> & more", Failures: []string{"x"}}}}
+	data, err := jsonout.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jsonout.RoundTrip[session.Report](data); err != nil {
+		t.Error(err)
+	}
+	for _, key := range []string{`"pointer_to": 6`, `"history_entry": "[2026-03-01 10:00] <raw> & more"`, `"memory_changed": false`, `"input_tokens": 0`} {
+		if !strings.Contains(string(data), key) {
+			t.Errorf("report lacks %s:\n%s", key, data)
 		}
 	}
 }
