@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -27,7 +28,7 @@ const (
 func Parse(name string, data []byte) (*Config, error) {
 	cfg := Default()
 	cfg.File = name
-	cfg.lines = map[string]int{}
+	cfg.lines = make(map[string]int, min(bytes.Count(data, []byte(":"))+bytes.Count(data, []byte("\n")), 4*MaxEntries)) // sized once: no regrowth
 	if len(data) > MaxSize {
 		return nil, &Error{File: name, Msg: fmt.Sprintf("%d bytes is larger than loom.yaml may be (%d)", len(data), MaxSize)}
 	}
