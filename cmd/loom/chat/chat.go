@@ -17,29 +17,30 @@ import (
 	"github.com/loomctx/loom/workspace"
 )
 
-// Config is what loom.yaml says about chatting. The lead's config loader
-// fills it; zero values mean the defaults.
+// Config is the chat's settings, mapped from package config's loom.yaml
+// (configFromWorkspace) with the LOOM_LLM_* environment over it; it is not
+// itself read from YAML. Zero values mean the defaults.
 type Config struct {
-	LLM llm.Config `yaml:"llm"`
+	LLM llm.Config
 	// NoExtract turns memory extraction off.
-	NoExtract bool `yaml:"no_extract"`
+	NoExtract bool
 	// ExtractAssistant mines the assistant's replies too.
-	ExtractAssistant bool `yaml:"extract_assistant"`
+	ExtractAssistant bool
 	// ExtractQueue bounds the extraction queue; default 256.
-	ExtractQueue int `yaml:"extract_queue"`
+	ExtractQueue int
 	// ConsolidateThreshold is the unconsolidated history, in tokens, that
 	// triggers consolidation; default 16000, negative turns it off.
-	ConsolidateThreshold int `yaml:"consolidate_threshold"`
+	ConsolidateThreshold int
 	// ConsolidateKeep is the recent history kept out of consolidation;
 	// default half the threshold.
-	ConsolidateKeep int `yaml:"consolidate_keep"`
+	ConsolidateKeep int
 	// ShutdownWait bounds how long the end of the session waits for
 	// queued extraction and running consolidation; default 30s.
-	ShutdownWait time.Duration `yaml:"shutdown_wait"`
+	ShutdownWait time.Duration
 	// Timezone and Placement shape the runtime context block of each turn
 	// (loom.yaml timezone and runtime.placement).
-	Timezone  string `yaml:"timezone"`
-	Placement string `yaml:"placement"`
+	Timezone  string
+	Placement string
 }
 
 // ChatOptions hold what `loom chat` was asked to do and the seams the

@@ -60,6 +60,8 @@ JSON.`,
 	cmd.Flags().StringVar(&opts.History, "history", "", "session file to consolidate")
 	cmd.Flags().BoolVar(&opts.All, "all", false, "consolidate everything after the pointer, not only what passes the threshold")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "say what would be consolidated without calling the model")
+	var alwaysJSON bool
+	cmd.Flags().BoolVar(&alwaysJSON, "json", true, "print the report as JSON (always on: the report is JSON)")
 	cmd.Flags().DurationVar(&opts.Wait, "wait", time.Minute, "how long to wait for another consolidation of this workspace to finish")
 	return cmd
 }
