@@ -218,12 +218,23 @@ func (s *Session) Turn(ctx context.Context, in TurnInput) (TurnResult, error) {
 	}
 	start := s.opts.Now()
 
-	pr, perr := s.builder.Render(ctx, s.opts.Prompt)
+	// The prompt and the history are local reads, done whatever ctx says:
+	// a signal that lands before the model call must still find the
+	// user's message saved, which needs the history loaded.
+	local := context.WithoutCancel(ctx)
+	user := messages.Message{Role: messages.RoleUser, Content: messages.TextContent(savedText(in)), Time: start.UTC()}
+	pr, perr := s.builder.Render(local, s.opts.Prompt)
 	if pr == nil {
-		return res, fmt.Errorf("system prompt: %w", perr)
+		// No prompt, no model call; the message is kept for the next turn.
+		err := fmt.Errorf("system prompt: %w", perr)
+		if serr := s.save(ctx, user); serr != nil {
+			return res, errors.Join(err, serr)
+		}
+		res.Saved = true
+		return res, err
 	}
 	res.PromptErr = perr
-	st, err := s.store.Load(ctx, s.opts.Key)
+	st, err := s.store.Load(local, s.opts.Key)
 	if err != nil {
 		return res, err
 	}
@@ -251,7 +262,6 @@ func (s *Session) Turn(ctx context.Context, in TurnInput) (TurnResult, error) {
 	resp, callErr := s.opts.Client.Stream(ctx, toRequest(built.Messages, s.opts.Model), onDelta)
 	res.Reply, res.Usage = resp.Content, resp.Usage
 
-	user := messages.Message{Role: messages.RoleUser, Content: messages.TextContent(savedText(in)), Time: start.UTC()}
 	saved := []messages.Message{user}
 	if callErr != nil {
 		res.Cut = cutReason(ctx, callErr)
@@ -264,13 +274,8 @@ func (s *Session) Turn(ctx context.Context, in TurnInput) (TurnResult, error) {
 		}
 		saved = append(saved, reply)
 	}
-	// Saving outlives ctx: what the user typed is kept even when the
-	// turn was cancelled.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.LockWait+5*time.Second)
-	saveErr := s.store.Append(sctx, s.opts.Key, saved...)
-	cancel()
-	if saveErr != nil {
-		return res, errors.Join(callErr, fmt.Errorf("save session: %w", saveErr))
+	if saveErr := s.save(ctx, saved...); saveErr != nil {
+		return res, errors.Join(callErr, saveErr)
 	}
 	res.Saved = true
 
@@ -280,6 +285,17 @@ func (s *Session) Turn(ctx context.Context, in TurnInput) (TurnResult, error) {
 		s.maybeConsolidate(all, st.LastConsolidated)
 	}
 	return res, callErr
+}
+
+// save appends msgs to the session. Saving outlives ctx: what the user
+// typed is kept even when the turn was cancelled.
+func (s *Session) save(ctx context.Context, msgs ...messages.Message) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.LockWait+5*time.Second)
+	defer cancel()
+	if err := s.store.Append(sctx, s.opts.Key, msgs...); err != nil {
+		return fmt.Errorf("save session: %w", err)
+	}
+	return nil
 }
 
 // savedText is the user's message as kept: the text as typed, and a

@@ -306,3 +306,21 @@ func TestDifferentSessionsRunInParallel(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A signal that lands before the model call still leaves the user's
+// message saved.
+func TestTurnCancelledBeforeTheCallKeepsUserMessage(t *testing.T) {
+	ws := newWorkspace(t)
+	c := &stubClient{block: true}
+	s := open(t, ws, c, "early")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("terminated"))
+	res, err := s.Turn(ctx, session.TurnInput{Text: "are you there?"})
+	if err == nil || !res.Saved {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+	st, _ := s.Store().Load(context.Background(), "early")
+	if len(st.Messages) < 1 || st.Messages[0].Content.Text != "are you there?" {
+		t.Errorf("saved %+v", st.Messages)
+	}
+}
