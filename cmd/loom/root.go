@@ -57,6 +57,17 @@ func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
 		cmdWatch.NewCmdWatch(io, nil),
 	)
 	cmdutil.AddMemoryDBFlag(root.PersistentFlags())
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				return cmdutil.FlagErrorf("unknown help topic %q", strings.Join(args, " "))
+			}
+			return cmd.Help()
+		},
+	})
 	usageErrors(root)
 	return root
 }
