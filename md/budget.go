@@ -75,6 +75,7 @@ type Renderer struct {
 	budget     int
 	hasBudget  bool
 	skipCounts bool
+	cache      *Cache
 }
 
 // Option configures a [Renderer].
@@ -168,6 +169,9 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 		return Result{}, fmt.Errorf("%w (got %d)", ErrBadBudget, rd.budget)
 	}
 	if !rd.hasBudget {
+		if rd.cache != nil {
+			defer rd.cache.sweep()
+		}
 		text, recs, err := rd.pass(n, nil)
 		if err != nil {
 			return Result{}, err
@@ -182,6 +186,9 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 
 func (rd *Renderer) pass(n Node, p *plan) (string, []rec, error) {
 	r := renderer{plan: p, counter: rd.counter, record: true}
+	if p == nil {
+		r.cache = rd.cache
+	}
 	buf := getBuf()
 	defer putBuf(buf)
 	*buf = r.renderNode((*buf)[:0], n)

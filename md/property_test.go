@@ -3,6 +3,7 @@ package md_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -138,6 +139,28 @@ func TestBudgetProperties(t *testing.T) {
 		delete(drop, last.name)
 		if got := c.Count(md.RenderDropping(tree, c, drop)); got <= budget {
 			t.Fatalf("seed %d: keeping %s too makes %d tokens, within the budget of %d: not maximal\n%s", seed, last.name, got, budget, res.Text)
+		}
+	}
+}
+
+// A render that reuses cached scopes gives the same text and report as one
+// that renders everything, with trees that share some scopes and not others.
+func TestCacheGivesTheSameRender(t *testing.T) {
+	c := words{}
+	cache := md.NewCache()
+	for seed := range uint64(500) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		shared := randomTree(rng)
+		for round := range 3 {
+			tree := md.Doc(shared, randomTree(rng), md.Named("fresh", md.Textf("round %d", round)))
+			want, err1 := md.NewRenderer(md.WithCounter(c)).Render(tree)
+			got, err2 := md.NewRenderer(md.WithCounter(c), md.WithCache(cache)).Render(tree)
+			if (err1 == nil) != (err2 == nil) || got.Text != want.Text {
+				t.Fatalf("seed %d round %d: text differs\n%q\n%q", seed, round, got.Text, want.Text)
+			}
+			if !reflect.DeepEqual(got.Report, want.Report) {
+				t.Fatalf("seed %d round %d: report differs\n%+v\n%+v", seed, round, got.Report, want.Report)
+			}
 		}
 	}
 }

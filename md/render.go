@@ -23,6 +23,7 @@ type renderer struct {
 	counter Counter
 	scratch []byte
 	err     error
+	cache   *Cache // reused scopes, for renders without a plan
 }
 
 // rec is what one scope rendered to. Records are kept in document order.
@@ -567,11 +568,22 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 			return buf
 		}
 	}
+	var ck cacheKey
+	useCache := r.cache != nil && r.plan == nil && r.offPlan == 0 && r.record
+	if useCache {
+		ck = cacheKey{s: s, sep: r.sep, inXML: r.inXML, depth: r.depth}
+		if c := r.cache.get(ck); c != nil {
+			r.recs = append(r.recs, c.recs...)
+			r.kept += c.kept
+			return append(buf, c.text...)
+		}
+	}
 	slot := -1
 	if r.record && r.offPlan == 0 {
 		slot = len(r.recs)
 		r.recs = append(r.recs, rec{scope: s, idx: idx, depth: r.depth})
 	}
+	keptBefore := r.kept
 	start := len(buf)
 	sep := r.sep
 	droppedBefore := r.dropped
@@ -607,6 +619,9 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	}
 	if s.Prioritized && len(buf) > start && r.offPlan == 0 {
 		r.kept++
+	}
+	if useCache && slot >= 0 && r.err == nil {
+		r.cache.put(ck, &cached{text: r.recs[slot].text, recs: append([]rec(nil), r.recs[slot:]...), kept: r.kept - keptBefore})
 	}
 	return buf
 }

@@ -101,10 +101,20 @@ func (st *state) bootstrap() md.Node {
 			st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still %s", origin)
 			continue
 		}
-		files = append(files, st.section(section,
-			md.Title(2, md.Text(name)),
-			md.Text(strings.TrimRight(f.Text, "\n")),
-		).From(f.Path))
+		// The file's node is kept while the file is unchanged (the door
+		// returns the same *File), so its rendered text is reused.
+		type fileKey struct {
+			f       *workspace.File
+			section string
+			limit   int
+		}
+		n := st.nodes.get(fileKey{f, section, st.sectionCap(section)}, func() any {
+			return st.section(section,
+				md.Title(2, md.Text(name)),
+				md.Text(strings.TrimRight(f.Text, "\n")),
+			).From(f.Path)
+		}).(*md.Scope)
+		files = append(files, n)
 	}
 	if len(files) == 0 {
 		return nil
@@ -157,9 +167,9 @@ func (st *state) skillsSummary() md.Node {
 	}
 	var n md.Node
 	if st.preset == Analyst {
-		n = st.skills.Listing(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange)})
+		n = st.skills.Listing(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get})
 	} else {
-		n = st.skills.Summary(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange)})
+		n = st.skills.Summary(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get})
 	}
 	return adopt(n, "skills", func(s *md.Scope) {
 		if c := st.sectionCap("skills"); c > 0 {

@@ -43,6 +43,8 @@ const (
 
 // state is everything one render needs, gathered from the workspace.
 type state struct {
+	nodes    *nodeCache
+	rendered *md.Cache
 	ws       *workspace.Workspace
 	cfg      *config.Config
 	opts     Options
@@ -70,7 +72,7 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &state{ws: ws, cfg: cfg, opts: opts}
+	st := &state{ws: ws, cfg: cfg, opts: opts, nodes: b.nodes, rendered: b.rendered}
 	st.preset = cfg.Preset
 	if opts.Preset != "" {
 		st.preset = opts.Preset
@@ -289,6 +291,8 @@ func (st *state) rendererOptions() []md.Option {
 	}
 	if st.budget > 0 {
 		opts = append(opts, md.WithBudget(st.budget))
+	} else if st.rendered != nil {
+		opts = append(opts, md.WithCache(st.rendered))
 	}
 	return opts
 }

@@ -17,6 +17,29 @@ func (st *state) structuredMemories(level int) md.Node {
 	if sel == nil {
 		return nil
 	}
+	// The selection is kept while the store and the settings are unchanged,
+	// and so is what it is built into.
+	type memKey struct {
+		sel   *memory.Selection
+		level int
+	}
+	type memNodes struct {
+		node    md.Node
+		entries []md.Entry
+	}
+	m := st.nodes.get(memKey{sel, level}, func() any {
+		saved := st.extraEntries
+		st.extraEntries = nil
+		n := st.buildMemories(sel, level)
+		m := memNodes{n, st.extraEntries}
+		st.extraEntries = saved
+		return m
+	}).(memNodes)
+	st.extraEntries = append(st.extraEntries, m.entries...)
+	return m.node
+}
+
+func (st *state) buildMemories(sel *memory.Selection, level int) md.Node {
 	for _, lo := range sel.LeftOut {
 		reason := fmt.Sprintf("did not fit the memory budget of %d tokens", sel.Budget)
 		switch lo.Reason {

@@ -104,11 +104,17 @@ type Builder struct {
 	// memSelKey.
 	memSel    *memory.Selection
 	memSelKey string
+	// nodes and rendered keep what unchanged inputs built and rendered to,
+	// for renders without a budget (see nodeCache).
+	nodes    *nodeCache
+	rendered *md.Cache
 	last      *lastRender
 }
 
 // New returns a builder for ws.
-func New(ws *workspace.Workspace) *Builder { return &Builder{ws: ws} }
+func New(ws *workspace.Workspace) *Builder {
+	return &Builder{ws: ws, nodes: newNodeCache(), rendered: md.NewCache()}
+}
 
 // Workspace returns the builder's workspace.
 func (b *Builder) Workspace() *workspace.Workspace { return b.ws }
@@ -159,6 +165,7 @@ func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 		return last.result, last.err
 	}
 	res, err := st.render(tree)
+	b.nodes.sweep()
 	b.remember(key, inputs, g, res, err)
 	return res, err
 }

@@ -47,6 +47,31 @@ type PromptOptions struct {
 	// of the list first. Available skills are listed before unavailable
 	// ones, so those go first.
 	Priority int
+	// Reuse, when set, returns the node cached under key or caches what
+	// build returns: a caller that keeps nodes between renders gets the
+	// same entry node back for a skill whose entry did not change, and its
+	// renderer can reuse that entry's rendered text.
+	Reuse func(key any, build func() any) any
+}
+
+// entryKey is everything one listing entry is built from.
+type entryKey struct {
+	kind, name, desc, location, path, missing, body string
+	available, inline                               bool
+	prio, level                                     int
+}
+
+// entry returns the entry node for sk, through opts.Reuse when set.
+func (opts PromptOptions) entry(kind string, sk *Skill, prio, level int, build func() *md.Scope) *md.Scope {
+	if opts.Reuse == nil {
+		return build()
+	}
+	k := entryKey{kind: kind, name: sk.Name, desc: describe(sk), location: sk.Location, path: sk.Path,
+		missing: sk.MissingText(), available: sk.Available, inline: sk.Inline, prio: prio, level: level}
+	if sk.Inline {
+		k.body = sk.Body
+	}
+	return opts.Reuse(k, func() any { return build() }).(*md.Scope)
 }
 
 func level(opts PromptOptions, def int) int {
@@ -93,26 +118,31 @@ func (s *Set) Summary(opts PromptOptions) md.Node {
 	}
 	entries := make([]md.Node, len(list))
 	for i, sk := range list {
-		children := []md.Node{
-			md.XML("name", nil, md.Text(sk.Name)),
-			md.XML("description", nil, md.Text(describe(sk))),
-		}
-		if sk.Inline {
-			children = append(children, md.XML("content", nil, md.Text(sk.Body)))
-		} else {
-			children = append(children, md.XML("location", nil, md.Text(sk.Location)))
-		}
-		if !sk.Available {
-			children = append(children, md.XML("requires", nil, md.Text(sk.MissingText())))
-		}
-		avail := "false"
-		if sk.Available {
-			avail = "true"
-		}
-		entries[i] = entryScope(sk, opts.Priority-i, md.XML("skill", []md.Attr{{Name: "available", Value: avail}}, children...))
+		prio := opts.Priority - i
+		entries[i] = opts.entry("summary", sk, prio, 0, func() *md.Scope { return summaryEntry(sk, prio) })
 	}
 	body := md.Named("skills", md.Raw(assistantIntro), md.XML("skills", nil, entries...)).OnDrop(moreNotice(list))
 	return md.Sec(level(opts, 1), "Skills", body)
+}
+
+func summaryEntry(sk *Skill, prio int) *md.Scope {
+	children := []md.Node{
+		md.XML("name", nil, md.Text(sk.Name)),
+		md.XML("description", nil, md.Text(describe(sk))),
+	}
+	if sk.Inline {
+		children = append(children, md.XML("content", nil, md.Text(sk.Body)))
+	} else {
+		children = append(children, md.XML("location", nil, md.Text(sk.Location)))
+	}
+	if !sk.Available {
+		children = append(children, md.XML("requires", nil, md.Text(sk.MissingText())))
+	}
+	avail := "false"
+	if sk.Available {
+		avail = "true"
+	}
+	return entryScope(sk, prio, md.XML("skill", []md.Attr{{Name: "available", Value: avail}}, children...))
 }
 
 // Listing is the analyst preset's skills section: a short introduction,
@@ -127,16 +157,21 @@ func (s *Set) Listing(opts PromptOptions) md.Node {
 	lv := level(opts, 2)
 	entries := make([]md.Node, len(list))
 	for i, sk := range list {
-		entries[i] = entryScope(sk, opts.Priority-i, md.Group{
-			md.Title(min(lv+1, 6), md.Raw("Skill: "), md.Text(sk.Name)),
-			md.P(md.Bold(md.Raw("Description:")), md.Raw(" "), md.Text(describe(sk))),
-			md.If(!sk.Inline, md.P(md.Bold(md.Raw("Location:")), md.Raw(" "), md.Code(sk.Location))),
-			md.If(sk.Inline, md.Text(sk.Body)),
-			md.If(!sk.Available, md.P(md.Bold(md.Raw("Needs:")), md.Raw(" "), md.Text(sk.MissingText()))),
-		})
+		prio := opts.Priority - i
+		entries[i] = opts.entry("listing", sk, prio, lv, func() *md.Scope { return listingEntry(sk, prio, lv) })
 	}
 	body := md.Named("skills", md.Raw(analystIntro), md.Group(entries)).OnDrop(moreNotice(list))
 	return md.Sec(lv, "Skills", body)
+}
+
+func listingEntry(sk *Skill, prio, lv int) *md.Scope {
+	return entryScope(sk, prio, md.Group{
+		md.Title(min(lv+1, 6), md.Raw("Skill: "), md.Text(sk.Name)),
+		md.P(md.Bold(md.Raw("Description:")), md.Raw(" "), md.Text(describe(sk))),
+		md.If(!sk.Inline, md.P(md.Bold(md.Raw("Location:")), md.Raw(" "), md.Code(sk.Location))),
+		md.If(sk.Inline, md.Text(sk.Body)),
+		md.If(!sk.Available, md.P(md.Bold(md.Raw("Needs:")), md.Raw(" "), md.Text(sk.MissingText()))),
+	})
 }
 
 // Active is the "Active Skills" section: the body, frontmatter stripped, of

@@ -80,14 +80,21 @@ var known = sync.OnceValue(func() []knownTemplate {
 // onboarding questionnaire (v0.1.4.post4)").
 func Template(rel, text string) (origin string, ok bool) {
 	rel = path.Clean(rel)
-	t := trim(text)
-	if texts, found := untouched()[rel]; found && slices.Contains(texts, t) {
-		return "loom's starter template", true
+	texts, found := untouched()[rel]
+	var t string
+	if found {
+		t = trim(text)
+		if slices.Contains(texts, t) {
+			return "loom's starter template", true
+		}
 	}
 	var sum string
 	for _, k := range known() {
 		if k.path != rel {
 			continue
+		}
+		if !found {
+			t, found = trim(text), true
 		}
 		if sum == "" {
 			h := sha256.Sum256([]byte(t))

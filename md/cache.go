@@ -1,0 +1,66 @@
+package md
+
+import "sync"
+
+// Cache keeps what scopes rendered to, so that rendering a tree again that
+// reuses some of the same *Scope values (a caller that keeps the nodes of
+// unchanged inputs, such as files that did not change) copies their bytes
+// and report records instead of walking them again. It is used only by
+// renders without a budget, where nothing is dropped.
+//
+// A scope is looked up by its pointer and the context it is rendered in (the
+// separator it inherits, whether it is inside XML, its depth), so a cached
+// scope must not be changed after it was first rendered: nodes are values
+// that are built, not edited, and a caller that reuses one promises that.
+// Entries no render asked for since the previous render are dropped, so the
+// cache holds about one prompt. A Cache is safe for concurrent use.
+type Cache struct {
+	mu   sync.Mutex
+	cur  map[cacheKey]*cached
+	prev map[cacheKey]*cached
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache { return &Cache{cur: map[cacheKey]*cached{}} }
+
+// WithCache makes the renderer reuse and fill c (see [Cache]).
+func WithCache(c *Cache) Option { return func(r *Renderer) { r.cache = c } }
+
+type cacheKey struct {
+	s     *Scope
+	sep   string
+	inXML bool
+	depth int
+}
+
+type cached struct {
+	text string
+	recs []rec // the scope's own record first, then those inside it
+	kept int   // prioritised scopes rendered, for sections around it
+}
+
+func (c *Cache) get(k cacheKey) *cached {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.cur[k]; ok {
+		return v
+	}
+	if v, ok := c.prev[k]; ok {
+		c.cur[k] = v
+		return v
+	}
+	return nil
+}
+
+func (c *Cache) put(k cacheKey, v *cached) {
+	c.mu.Lock()
+	c.cur[k] = v
+	c.mu.Unlock()
+}
+
+// sweep starts a new generation: what the last render did not use goes.
+func (c *Cache) sweep() {
+	c.mu.Lock()
+	c.prev, c.cur = c.cur, make(map[cacheKey]*cached, len(c.cur))
+	c.mu.Unlock()
+}
