@@ -108,7 +108,7 @@ type Builder struct {
 	// for renders without a budget (see nodeCache).
 	nodes    *nodeCache
 	rendered *md.Cache
-	last      *lastRender
+	last     *lastRender
 }
 
 // New returns a builder for ws.
