@@ -25,7 +25,7 @@ var (
 )
 
 // buildLoom builds the loom binary once per test process.
-func buildLoom(t *testing.T) string {
+func buildLoom(t testing.TB) string {
 	t.Helper()
 	loomOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "loom-inspector-")
@@ -78,7 +78,7 @@ func browserWorkspace(t *testing.T) string {
 }
 
 // startServe runs `loom serve` on a free port and returns its base URL.
-func startServe(t *testing.T, bin, root string) string {
+func startServe(t testing.TB, bin, root string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", "-w", root, "--addr", "127.0.0.1:0", "--log-level", "warn")

@@ -52,7 +52,7 @@
   var timer = null;
   function soon() {
     clearTimeout(timer);
-    timer = setTimeout(refresh, 60);
+    timer = setTimeout(refresh, 15);
   }
   form.addEventListener("input", soon);
   form.addEventListener("change", soon);
