@@ -334,7 +334,7 @@ func TestLoad(t *testing.T) {
 	ws := "bench/" + hex.EncodeToString(b[:])
 	var pgReplicas []replica
 	for range 4 {
-		db, err := pgstore.Open(ctx, dsn, pgstore.WithMaxConns(16))
+		db, err := pgstore.Open(ctx, dsn, pgstore.WithMaxConns(8), pgstore.WithLockConns(8))
 		if err != nil {
 			t.Fatal(err)
 		}

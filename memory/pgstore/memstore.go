@@ -156,12 +156,15 @@ func (s *Memories) write(ctx context.Context, fn func(tx pgx.Tx) (users []string
 				return err
 			}
 			seen := map[string]bool{}
+			var payloads []string
 			for _, u := range users {
-				if seen[u] {
-					continue
+				if !seen[u] {
+					seen[u] = true
+					payloads = append(payloads, s.workspace+"\x1f"+u)
 				}
-				seen[u] = true
-				if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, s.workspace+"\x1f"+u); err != nil {
+			}
+			if len(payloads) > 0 {
+				if _, err := tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, Channel, payloads); err != nil {
 					return err
 				}
 			}
@@ -221,25 +224,43 @@ func (s *Memories) Add(ctx context.Context, ms ...memory.NewMemory) ([]memory.Me
 		return out, nil
 	}
 	err = s.write(ctx, func(tx pgx.Tx) ([]string, error) {
+		// One round trip for the whole batch: the inserts and supersedes
+		// in order, each supersede's row count read afterwards.
 		var users []string
+		b := &pgx.Batch{}
 		for i, n := range ms {
 			m := out[i]
-			if _, err := tx.Exec(ctx, insertSQL, s.workspace, m.ID, m.Category, m.Content, m.User, m.Chat, m.CreatedAt.Unix(), m.CreatedAt.Nanosecond(), "", false); err != nil {
+			b.Queue(insertSQL, s.workspace, m.ID, m.Category, m.Content, m.User, m.Chat, m.CreatedAt.Unix(), m.CreatedAt.Nanosecond(), "", false)
+			users = append(users, m.User)
+			if n.Supersedes != "" {
+				b.Queue(`UPDATE loom_memories SET superseded_by = $1
+					WHERE workspace = $2 AND id = $3 AND superseded_by = '' AND NOT forgotten AND user_id = $4`,
+					m.ID, s.workspace, n.Supersedes, n.User)
+			}
+		}
+		br := tx.SendBatch(ctx, b)
+		for _, n := range ms {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
 				return nil, err
 			}
-			users = append(users, m.User)
 			if n.Supersedes == "" {
 				continue
 			}
-			tag, err := tx.Exec(ctx, `UPDATE loom_memories SET superseded_by = $1
-				WHERE workspace = $2 AND id = $3 AND superseded_by = '' AND NOT forgotten AND user_id = $4`,
-				m.ID, s.workspace, n.Supersedes, n.User)
+			tag, err := br.Exec()
 			if err != nil {
+				br.Close()
 				return nil, err
 			}
 			if tag.RowsAffected() == 0 {
+				if err := br.Close(); err != nil {
+					return nil, err
+				}
 				return nil, s.supersedeErr(ctx, tx, n.Supersedes, n.User)
 			}
+		}
+		if err := br.Close(); err != nil {
+			return nil, err
 		}
 		return users, nil
 	}, func(ctx context.Context) (bool, error) {

@@ -56,69 +56,60 @@ type SessionState struct {
 // written is empty, not an error.
 func (s *Sessions) Load(ctx context.Context, key string) (*SessionState, error) {
 	st := &SessionState{Key: key}
-	err := pgx.BeginTxFunc(ctx, s.db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var base, consolidated int64
-		err := tx.QueryRow(ctx, `SELECT base, consolidated, created_at, updated_at FROM loom_sessions WHERE workspace = $1 AND key = $2`, s.workspace, key).Scan(&base, &consolidated, &st.CreatedAt, &st.UpdatedAt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, `SELECT message FROM loom_session_messages WHERE workspace = $1 AND key = $2 AND n >= $3 ORDER BY n LIMIT $4`,
-			s.workspace, key, base, MaxSessionMessages)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var raw []byte
-			if err := rows.Scan(&raw); err != nil {
-				return err
-			}
-			var m messages.Message
-			if err := json.Unmarshal(raw, &m); err != nil {
-				return fmt.Errorf("session %q: message %d: %w", key, len(st.Messages), err)
-			}
-			st.Messages = append(st.Messages, m)
-		}
-		st.Consolidated = int(min(consolidated, int64(len(st.Messages))))
-		return rows.Err()
-	})
+	// One statement: one snapshot, one round trip.
+	rows, err := s.db.pool.Query(ctx, `SELECT s.consolidated, s.created_at, s.updated_at, m.message
+		FROM loom_sessions s
+		LEFT JOIN loom_session_messages m ON m.workspace = s.workspace AND m.key = s.key AND m.n >= s.base
+		WHERE s.workspace = $1 AND s.key = $2
+		ORDER BY m.n LIMIT $3`, s.workspace, key, MaxSessionMessages)
 	if err != nil {
 		return nil, fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
 	}
+	defer rows.Close()
+	var consolidated int64
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&consolidated, &st.CreatedAt, &st.UpdatedAt, &raw); err != nil {
+			return nil, fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
+		}
+		if raw == nil { // a session whose messages were all trimmed
+			continue
+		}
+		var m messages.Message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("session %q: message %d: %w", key, len(st.Messages), err)
+		}
+		st.Messages = append(st.Messages, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
+	}
+	st.Consolidated = int(min(consolidated, int64(len(st.Messages))))
 	return st, nil
 }
 
-// Append adds msgs at the end of key in one transaction, creating the
-// session if needed. Concurrent appends to one session queue on its row.
+// Append adds msgs at the end of key in one statement (so one
+// transaction), creating the session if needed. Concurrent appends to one
+// session queue on its row.
 func (s *Sessions) Append(ctx context.Context, key string, msgs ...messages.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	raws := make([][]byte, len(msgs))
+	raws := make([]string, len(msgs))
 	for i, m := range msgs {
 		b, err := json.Marshal(m)
 		if err != nil {
 			return fmt.Errorf("session %q: message %d: %w", key, i, err)
 		}
-		raws[i] = b
+		raws[i] = string(b)
 	}
-	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
-		var first int64
-		err := tx.QueryRow(ctx, `INSERT INTO loom_sessions (workspace, key, next) VALUES ($1, $2, $3)
+	_, err := s.db.pool.Exec(ctx, `WITH s AS (
+			INSERT INTO loom_sessions (workspace, key, next) VALUES ($1, $2, $3)
 			ON CONFLICT (workspace, key) DO UPDATE SET next = loom_sessions.next + $3, updated_at = now()
-			RETURNING next - $3`, s.workspace, key, int64(len(raws))).Scan(&first)
-		if err != nil {
-			return err
-		}
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"loom_session_messages"}, []string{"workspace", "key", "n", "message"},
-			pgx.CopyFromSlice(len(raws), func(i int) ([]any, error) {
-				return []any{s.workspace, key, first + int64(i), string(raws[i])}, nil
-			}))
-		return err
-	})
+			RETURNING next - $3 AS first)
+		INSERT INTO loom_session_messages (workspace, key, n, message)
+		SELECT $1, $2, s.first + t.i - 1, t.msg::json FROM s, unnest($4::text[]) WITH ORDINALITY AS t(msg, i)`,
+		s.workspace, key, int64(len(raws)), raws)
 	if err != nil {
 		return fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
 	}
