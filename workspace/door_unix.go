@@ -149,7 +149,7 @@ func (w *Workspace) readBeneath(rel, relReal string, limit int64) ([]byte, FileI
 		return nil, FileID{}, &fs.PathError{Op: "fstat", Path: rel, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, FileID{}, &RefusedError{Path: rel, Reason: ErrNotRegular, Detail: modeName(fileModeType(st.Mode))}
+		return nil, FileID{}, &RefusedError{Path: rel, Reason: ErrNotRegular, Detail: modeName(fileModeType(uint32(st.Mode)))}
 	}
 	if st.Size > limit {
 		return nil, FileID{}, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("%d bytes; the limit is %d", st.Size, limit)}

@@ -130,9 +130,9 @@ func (w *Workspace) WriteFileLimit(rel string, data []byte, perm fs.FileMode, li
 	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
 		return &RefusedError{Path: rel, Reason: ErrSymlink}
 	case err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return &RefusedError{Path: rel, Reason: ErrNotRegular, Detail: modeName(fileModeType(st.Mode))}
+		return &RefusedError{Path: rel, Reason: ErrNotRegular, Detail: modeName(fileModeType(uint32(st.Mode)))}
 	case err == nil:
-		perm &= fs.FileMode(st.Mode).Perm()
+		perm &= fs.FileMode(uint32(st.Mode)).Perm()
 	case !errors.Is(err, unix.ENOENT):
 		return &fs.PathError{Op: "write", Path: rel, Err: err}
 	}
