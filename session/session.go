@@ -216,6 +216,11 @@ func (s *Session) Turn(ctx context.Context, in TurnInput) (TurnResult, error) {
 	if s.isClosed() {
 		return res, ErrClosed
 	}
+	unlock, err := s.lockTurn(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	start := s.opts.Now()
 
 	// The prompt and the history are local reads, done whatever ctx says:
@@ -298,6 +303,19 @@ func (s *Session) save(ctx context.Context, msgs ...messages.Message) error {
 	return nil
 }
 
+// lockTurn holds the store's cross-process turn lock, when it has one.
+func (s *Session) lockTurn(ctx context.Context) (func(), error) {
+	tl, ok := s.store.(TurnLocker)
+	if !ok {
+		return func() {}, nil
+	}
+	unlock, err := tl.LockTurn(ctx, s.opts.Key)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", s.opts.Key, err)
+	}
+	return unlock, nil
+}
+
 // savedText is the user's message as kept: the text as typed, and a
 // placeholder per attached image (the image itself is not kept).
 func savedText(in TurnInput) string {
@@ -369,6 +387,11 @@ func (s *Session) New(ctx context.Context) error {
 	if s.isClosed() {
 		return ErrClosed
 	}
+	unlock, err := s.lockTurn(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	s.bgWG.Wait()
 	if s.cons == nil {
 		st, err := s.store.Load(ctx, s.opts.Key)
@@ -377,7 +400,7 @@ func (s *Session) New(ctx context.Context) error {
 		}
 		return s.store.Trim(ctx, s.opts.Key, len(st.Messages))
 	}
-	_, err := Consolidate(ctx, s.store, s.opts.Key, s.cons, s.files, ConsolidateOptions{All: true, Trim: true, LockWait: s.opts.LockWait})
+	_, err = Consolidate(ctx, s.store, s.opts.Key, s.cons, s.files, ConsolidateOptions{All: true, Trim: true, LockWait: s.opts.LockWait})
 	if err != nil {
 		return fmt.Errorf("archiving failed, session kept: %w", err)
 	}
@@ -469,6 +492,11 @@ func dropLock(key string) {
 }
 
 func (l *keyLock) lock(ctx context.Context) error {
+	select {
+	case l.ch <- struct{}{}: // free: taken even if ctx has ended, so the turn can save what it has
+		return nil
+	default:
+	}
 	select {
 	case l.ch <- struct{}{}:
 		return nil

@@ -324,3 +324,41 @@ func TestTurnCancelledBeforeTheCallKeepsUserMessage(t *testing.T) {
 		t.Errorf("saved %+v", st.Messages)
 	}
 }
+
+// lockingStore is a FileStore with a turn lock that counts its holders.
+type lockingStore struct {
+	*session.FileStore
+	mu          sync.Mutex
+	held, peaks int
+	calls       int
+}
+
+func (l *lockingStore) LockTurn(ctx context.Context, key string) (func(), error) {
+	l.mu.Lock()
+	l.held++
+	l.calls++
+	l.peaks = max(l.peaks, l.held)
+	l.mu.Unlock()
+	return func() { l.mu.Lock(); l.held--; l.mu.Unlock() }, nil
+}
+
+func TestTurnHoldsTheStoresTurnLock(t *testing.T) {
+	ws := newWorkspace(t)
+	st := &lockingStore{FileStore: session.NewFileStore(t.TempDir(), session.FileOptions{})}
+	s, err := session.Open(context.Background(), session.Options{Workspace: ws, Key: "k", Client: &stubClient{reply: "ok"}, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	for range 2 {
+		if _, err := s.Turn(context.Background(), session.TurnInput{Text: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.New(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st.calls != 3 || st.held != 0 || st.peaks != 1 {
+		t.Errorf("turn lock: %d calls, %d held, peak %d", st.calls, st.held, st.peaks)
+	}
+}

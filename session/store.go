@@ -56,6 +56,15 @@ type Store interface {
 	Close() error
 }
 
+// TurnLocker is a Store that can hold one session's turns to one at a
+// time across processes or replicas (PGStore does, with an advisory lock).
+// Session.Turn and Session.New hold it for the whole turn when the store
+// has it. FileStore does not: two processes on one session file each
+// append their turns whole, and neither waits for the other's model call.
+type TurnLocker interface {
+	LockTurn(ctx context.Context, key string) (unlock func(), err error)
+}
+
 // ErrPointerMoved says the consolidation pointer was moved by another
 // writer since it was read.
 var ErrPointerMoved = errors.New("the consolidation pointer was moved by another writer")
