@@ -65,7 +65,7 @@ var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 
 // Mount serves the inspector on s: the page at /inspect/{ws}/ (and
 // /inspect/ for the workspace named "default"), with its fragments, its
-// event stream and its forms under the same prefix.
+// event stream and its forms under the same prefix. /ui/{ws} leads to it too.
 func Mount(s *server.Server) error {
 	in := &Inspector{srv: s, wss: map[*workspace.Workspace]*wsState{}}
 	assets, err := fs.Sub(assetFS, "assets")
@@ -78,6 +78,9 @@ func Mount(s *server.Server) error {
 	}
 	s.HandleFunc("GET /{$}", toDefault)
 	s.HandleFunc("GET /inspect/{$}", toDefault)
+	s.HandleWorkspace("GET /ui/{ws}", func(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
+		http.Redirect(w, r, "/inspect/"+url.PathEscape(ws.Name)+"/", http.StatusFound)
+	})
 	s.HandleWorkspace("GET /inspect/{ws}/{$}", in.page)
 	s.HandleWorkspace("GET /inspect/{ws}/view", in.view)
 	s.HandleWorkspace("GET /inspect/{ws}/events", in.events)

@@ -86,6 +86,9 @@ func TestMountServes(t *testing.T) {
 	if code, _ = get("/inspect/nope/"); code != 404 {
 		t.Errorf("unknown workspace: %d, want 404", code)
 	}
+	if resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Get(ts.URL + "/ui/default"); err != nil || resp.Header.Get("Location") != "/inspect/default/" {
+		t.Errorf("/ui/default does not lead to /inspect/default/: %v", err)
+	}
 	if code, _ = get("/inspect-assets/app.js"); code != 200 {
 		t.Errorf("app.js: %d", code)
 	}
