@@ -70,3 +70,21 @@ func BenchmarkListCold10000(b *testing.B) { benchCold(b, 10000) }
 func BenchmarkWarmOne200(b *testing.B)    { benchWarm(b, 200) }
 func BenchmarkWarmOne2000(b *testing.B)   { benchWarm(b, 2000) }
 func BenchmarkWarmOne10000(b *testing.B)  { benchWarm(b, 10000) }
+
+// BenchmarkLoadColdWorkspace loads the skills of the workspace named by
+// LOOM_BENCH_SKILLS_WS from cold (a new door and loader each time, the OS
+// file cache warm), as bench/engine/run.sh does for the generator's 10x
+// workspace, beside a `cat` of the same files.
+func BenchmarkLoadColdWorkspace(b *testing.B) {
+	dir := os.Getenv("LOOM_BENCH_SKILLS_WS")
+	if dir == "" {
+		b.Skip("set LOOM_BENCH_SKILLS_WS to a workspace folder")
+	}
+	for b.Loop() {
+		ws, err := openWSErr(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		New(ws, Options{}).Load()
+	}
+}

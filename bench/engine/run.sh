@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# run.sh [COUNT] — the render engine's figures beside their floors, in one run:
+#   - budgeted warm renders at 8k and 32k tokens vs the unbudgeted warm render
+#     (large workspace: 2,000 memories; x10: 2,000 skills, 20,000 memories);
+#   - a re-render after one skill or bootstrap file changed (watched, and
+#     stat-validated) vs a full render in the same run, and vs nao's 2.2 ms
+#     (its React production build re-rendering its whole prompt, from
+#     ../shared/reference);
+#   - a cold load of the x10 workspace's 2,000 skills vs `cat` of the same files.
+# Medians of COUNT runs (default 6).
+set -euo pipefail
+count=${1:-6}
+here=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$here"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.0f", m}'; }
+
+# The workspaces are made (and their memories imported) by the first benchmark.
+go test -run '^$' -bench 'BenchmarkRenderFull' -benchtime 1x ./prompt >/dev/null
+x10=${TMPDIR:-/tmp}/loom-engine-x10
+
+go test -run '^$' -bench 'BenchmarkRenderBudgeted|BenchmarkRerenderAfterEdit|BenchmarkRenderFull' \
+  -benchmem -count "$count" ./prompt | tee -a "$out" >/dev/null
+LOOM_BENCH_SKILLS_WS=$x10 go test -run '^$' -bench 'BenchmarkLoadColdWorkspace' \
+  -benchmem -count "$count" ./skills | tee -a "$out" >/dev/null
+
+ns() { # median ns/op of the benchmark whose name matches $1 exactly (without -N)
+  awk -v want="$1" '$1 ~ /^Benchmark/ { n=$1; sub(/-[0-9]+$/, "", n); if (n == want) print $3 }' "$out" | median
+}
+# `cat` of the same 2,000 SKILL.md files, in nanoseconds.
+files=$(find "$x10/skills" -name SKILL.md | sort)
+for _ in $(seq "$count"); do
+  s=$(date +%s%N); cat $files >/dev/null; e=$(date +%s%N); echo $((e - s))
+done | median >"$out.cat"
+cat_ns=$(cat "$out.cat"); rm -f "$out.cat"
+
+ms() { awk -v n="$1" 'BEGIN { printf "%.3f", n / 1e6 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0 || b == "nan") print "-"; else printf "%.2fx", a / b }'; }
+nao=2200000
+
+printf '%-52s %12s  %s\n' "figure" "median ms" "ratio"
+for size in large x10; do
+  base=$(ns "BenchmarkRenderBudgeted/$size/budget=0")
+  printf '%-52s %12s  %s\n' "warm render, $size, no budget" "$(ms "$base")" "1.00x"
+  for b in 8000 32000; do
+    v=$(ns "BenchmarkRenderBudgeted/$size/budget=$b")
+    printf '%-52s %12s  %s\n' "warm render, $size, budget $b" "$(ms "$v")" "$(ratio "$v" "$base") of no budget"
+  done
+  full=$(ns "BenchmarkRenderFull/$size")
+  printf '%-52s %12s  %s\n' "full render (new builder), $size" "$(ms "$full")" "$(ratio "$full" "$nao") of nao's 2.2 ms"
+  for w in true false; do
+    for f in skill bootstrap; do
+      v=$(ns "BenchmarkRerenderAfterEdit/$size/watch=$w/$f")
+      printf '%-52s %12s  %s\n' "re-render after one $f edit, $size, watch=$w" "$(ms "$v")" "$(ratio "$v" "$full") of full, $(ratio "$v" "$nao") of nao"
+    done
+  done
+done
+cold=$(ns "BenchmarkLoadColdWorkspace")
+printf '%-52s %12s  %s\n' "cat of the x10 workspace's 2,000 SKILL.md" "$(ms "$cat_ns")" "1.00x"
+printf '%-52s %12s  %s\n' "cold load of those 2,000 skills" "$(ms "$cold")" "$(ratio "$cold" "$cat_ns") of cat"
