@@ -265,3 +265,30 @@ func TestFIFONeverBlocks(t *testing.T) {
 		t.Fatal("a FIFO blocked the door")
 	}
 }
+
+// A write that no read depended on leaves Generation alone; a write to a
+// file that was read raises it and is seen at once.
+func TestWriteGeneration(t *testing.T) {
+	ws, _, _ := openWS(t)
+	if err := ws.MkdirAll(".loom/sessions", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ws.WriteFile("AGENTS.md", []byte("one\n"), 0o600)
+	if f, err := ws.Load("AGENTS.md"); err != nil || f.Text != "one\n" {
+		t.Fatal(f, err)
+	}
+	g := ws.Generation()
+	if err := ws.AppendFile(".loom/sessions/s.jsonl", []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ws.Generation() != g {
+		t.Error("an unread session append raised Generation")
+	}
+	ws.WriteFile("AGENTS.md", []byte("two\n"), 0o600)
+	if ws.Generation() == g {
+		t.Error("rewriting a file that was read left Generation alone")
+	}
+	if f, _ := ws.Load("AGENTS.md"); f == nil || f.Text != "two\n" {
+		t.Errorf("the rewrite was not seen: %v", f)
+	}
+}

@@ -352,17 +352,24 @@ func (w *Workspace) refuseSymlink(rel string, err error) error {
 }
 
 // forget drops the remembered answers about rel and its folder, so this
-// process sees its own write at once, watching or not.
+// process sees its own write at once, watching or not. Only answers some
+// read depended on are dropped, and only then does Generation rise.
 func (w *Workspace) forget(rel string) {
 	dir, _ := splitRel(rel)
 	w.mu.Lock()
+	dropped := false
 	for k := range w.memo {
 		if k.rel == rel || strings.HasPrefix(k.rel, rel+"/") || (k.rel == dir && k.op != opLoad) {
 			delete(w.memo, k)
+			dropped = true
 		}
 	}
 	w.mu.Unlock()
-	w.gen.Add(1)
+	if dropped {
+		// Someone read what changed. A write nobody read (a session
+		// append) leaves Generation, and so cached renders, alone.
+		w.gen.Add(1)
+	}
 }
 
 // writableRel cleans rel and refuses a path that leaves the workspace or
