@@ -36,9 +36,11 @@
 //
 // # Concurrency
 //
-// Turns on one session run one at a time: in one process through any
-// Session with the same workspace and key, and across processes through
-// the store's lock. Turns on different sessions run in parallel. A writer
+// Turns on one session run one at a time in one process, through any
+// Session with the same workspace and key. Across processes every store
+// step is atomic under the store's lock, so each turn (the user's message
+// and its reply) is saved whole, once, in order; a [TurnLocker] store
+// serializes whole turns across replicas too. Turns on different sessions run in parallel. A writer
 // never overwrites with a stale copy: appends are appends, and the two
 // rewrites (moving the consolidation pointer, trimming on /new) re-read the
 // file under its lock.
@@ -58,7 +60,9 @@
 // per line with its "timestamp". It reads nanobot's session files as they
 // are (naive timestamps are UTC; the metadata record and unknown keys are
 // kept), and nanobot reads the files it writes. A database store implements
-// the same interface (session/pgstore.go).
+// the same interface (session/pgstore.go); a store that also implements
+// [TurnLocker] has each turn and each /new held to one at a time across
+// replicas.
 //
 // Every history reader of loom (`loom messages --history`, `loom history
 // clean`, `loom memory consolidate`, this package) goes through
