@@ -53,6 +53,7 @@ func Run(t *testing.T, f Factory) {
 		{"ImportCycles", testImportCycles},
 		{"ExportOrder", testExportOrder},
 		{"ConcurrentWriters", testConcurrent},
+		{"RacingSupersedes", testRacingSupersedes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f(t)) })
@@ -539,5 +540,46 @@ func testConcurrent(t *testing.T, open Opener) {
 		if len(act) != 1 || act[0].ID != chain[len(chain)-1] {
 			t.Errorf("u%d active = %+v, want only %s", k, act, chain[len(chain)-1])
 		}
+	}
+}
+
+// testRacingSupersedes has writers on several handles supersede the same
+// memory at once: exactly one wins, every other is refused as already
+// superseded, and nothing else is written.
+func testRacingSupersedes(t *testing.T, open Opener) {
+	const handles, writers = 3, 4
+	var stores []memory.Store
+	for h := range handles {
+		stores = append(stores, open(t, Config{Now: time.Now, NewID: ids(fmt.Sprintf("h%d", h))}))
+	}
+	old := add(t, stores[0], memory.NewMemory{Category: "global_rule", Content: "The rule to replace."})
+	var wg sync.WaitGroup
+	var won, refused atomic.Int32
+	for h := range handles {
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := stores[h].Add(ctx, memory.NewMemory{Category: "global_rule", Content: fmt.Sprintf("Replacement %d-%d.", h, w), Supersedes: old.ID})
+				switch {
+				case err == nil:
+					won.Add(1)
+				case strings.Contains(err.Error(), "already superseded"):
+					refused.Add(1)
+				default:
+					t.Errorf("racing supersede: %v", err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if won.Load() != 1 || refused.Load() != handles*writers-1 {
+		t.Errorf("%d won, %d refused; want 1 and %d", won.Load(), refused.Load(), handles*writers-1)
+	}
+	if n := len(list(t, stores[1], all)); n != 2 {
+		t.Errorf("%d memories, want the old one and one replacement", n)
+	}
+	if n := len(list(t, stores[2], memory.Query{})); n != 1 {
+		t.Errorf("%d active, want 1", n)
 	}
 }
