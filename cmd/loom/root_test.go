@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,5 +33,43 @@ func TestUsageErrorsExit2(t *testing.T) {
 		if code != tt.code || !strings.Contains(errOut.String(), tt.msg) {
 			t.Errorf("loom %s: exit %d, stderr %q; want %d and %q", strings.Join(tt.args, " "), code, errOut, tt.code, tt.msg)
 		}
+	}
+}
+
+// loom.yaml cannot send the memory database outside the workspace; the
+// operator can, with --memory-db, and every command then uses that file.
+func TestMemoryDBOperatorOnly(t *testing.T) {
+	t.Setenv("LOOM_MEMORY_DB", "")
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "elsewhere.db")
+	if err := os.WriteFile(filepath.Join(dir, "loom.yaml"), []byte("name: x\nmemory:\n  db: "+outside+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"render", "-w", dir}, {"memory", "list", "-w", dir}, {"memory", "add", "-w", dir, "x"}} {
+		ios, _, _, errOut := cmdutil.Test()
+		if code := runWith(ios, args); code != 1 || !strings.Contains(errOut.String(), "loom.yaml:3: memory.db: ") {
+			t.Errorf("loom %s: exit %d, %s", args[0], code, errOut)
+		}
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatal("a database was created where loom.yaml said")
+	}
+
+	os.WriteFile(filepath.Join(dir, "loom.yaml"), []byte("name: x\n"), 0o644)
+	ios, _, _, errOut := cmdutil.Test()
+	if code := runWith(ios, []string{"memory", "add", "-w", dir, "--memory-db", outside, "Likes <tea>"}); code != 0 {
+		t.Fatalf("memory add --memory-db: %d %s", code, errOut)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Fatalf("--memory-db file not created: %v", err)
+	}
+	// The same file through the environment, for a command that only reads.
+	t.Setenv("LOOM_MEMORY_DB", outside)
+	ios, _, out, errOut := cmdutil.Test()
+	if code := runWith(ios, []string{"render", "-w", dir}); code != 0 || !strings.Contains(out.String(), "Likes <tea>") {
+		t.Errorf("render with LOOM_MEMORY_DB: exit %d, memory not in the prompt; stderr %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".loom", "memory.db")); err == nil {
+		t.Error("a database was created inside the workspace too")
 	}
 }
