@@ -23,6 +23,10 @@ import (
 // the render looked for one; it does not hear about an editor's swap file
 // nobody looked for. Answers that no watch can cover (a symlink leaving the
 // workspace) are not reported; see [Workspace.Watching].
+//
+// [Workspace.Generation] is the same feed read by polling: the prompt
+// builder keeps its last render while Generation has not moved, and the
+// same watcher events move it.
 
 // Change is one settled burst of events from the feed.
 type Change struct {
