@@ -330,7 +330,141 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 		}
 		p.trunc = nil
 	}
-	return finish(hi, best)
+	if best.tokens > budget {
+		return finish(hi, best)
+	}
+	p.setCut(hi)
+	p.need = map[int]int{}
+	if prev, ok := tries[hi-1]; ok {
+		p.need[p.order[hi-1]] = prev.tokens
+	}
+	cur, err := rd.fill(n, p, cost, hi, best)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Text: cur.text, Report: rd.report(cur.text, cur.recs, p, cost)}
+	res.Report.Tokens = cur.tokens
+	return res, nil
+}
+
+// fillSlack is how many tokens joining a scope back into the text may save
+// against its own count; a scope costing more than the room left plus this
+// is not tried.
+const fillSlack = 2
+
+// fill adds back, highest priority first, the dropped scopes that still fit
+// in the room the drop search left, so that the kept set is maximal: no
+// single dropped scope could be kept as well within the budget. A dropped
+// scope of higher priority than a kept one is therefore always one that did
+// not fit. Scopes are added in batches by their counts and each batch is
+// confirmed by rendering it, backing off to its longest prefix that fits;
+// the first scope that did not fit is recorded with the size it would have
+// made, for the report. cur is the render of the current drop set.
+func (rd *Renderer) fill(n Node, p *plan, cost []int, k int, cur attempt) (attempt, error) {
+	budget := rd.budget
+	c := rd.counter
+	rejected := map[int]bool{}
+	covered := func(d int) bool {
+		for a := p.scopes[d].parent; a >= 0; a = p.scopes[a].parent {
+			if p.drop[a] {
+				return true
+			}
+		}
+		return false
+	}
+	// ownCost is what keeping d adds while the scopes inside it that are
+	// dropped stay dropped.
+	ownCost := func(d int) int {
+		n := cost[d]
+		end := d + p.scopes[d].size
+		for e := d + 1; e <= end; e++ {
+			if !p.drop[e] {
+				continue
+			}
+			inner := false
+			for a := p.scopes[e].parent; a > d; a = p.scopes[a].parent {
+				if p.drop[a] {
+					inner = true
+					break
+				}
+			}
+			if !inner {
+				n -= cost[e]
+			}
+		}
+		return max(n, 0)
+	}
+	render := func() (attempt, error) {
+		if debugTries != nil {
+			debugTries(-1)
+		}
+		text, recs, err := rd.pass(n, p)
+		if err != nil {
+			return attempt{}, err
+		}
+		return attempt{text: text, recs: recs, tokens: c.Count(text)}, nil
+	}
+	for round := 0; round < 64; round++ {
+		room := budget - cur.tokens
+		var batch []int
+		est := 0
+		for j := k - 1; j >= 0; j-- {
+			d := p.order[j]
+			if !p.drop[d] || rejected[d] || covered(d) {
+				continue
+			}
+			own := ownCost(d)
+			if est+own > room+fillSlack {
+				continue
+			}
+			batch = append(batch, d)
+			est += own + 1
+		}
+		if len(batch) == 0 {
+			return cur, nil
+		}
+		tried := map[int]attempt{}
+		try := func(m int) (attempt, error) {
+			for i, d := range batch {
+				p.drop[d] = i >= m
+			}
+			if a, ok := tried[m]; ok {
+				return a, nil
+			}
+			a, err := render()
+			tried[m] = a
+			return a, err
+		}
+		a, err := try(len(batch))
+		if err != nil {
+			return attempt{}, err
+		}
+		if a.tokens <= budget {
+			cur = a
+			continue
+		}
+		lo, hi := 0, len(batch) // the first lo fit; the first hi do not
+		tried[0] = cur
+		for hi-lo > 1 {
+			m := (lo + hi) / 2
+			a, err := try(m)
+			if err != nil {
+				return attempt{}, err
+			}
+			if a.tokens <= budget {
+				lo = m
+			} else {
+				hi = m
+			}
+		}
+		p.need[batch[lo]] = tried[lo+1].tokens
+		rejected[batch[lo]] = true
+		cur, err = try(lo)
+		if err != nil {
+			return attempt{}, err
+		}
+	}
+	return cur, nil
 }
 
 // debugTries, when set by a test, is told of every cut the search renders.
@@ -350,6 +484,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 		return rd.counter.Count(s)
 	}
 	rep.Tokens = count(text)
+	tokensNow := rep.Tokens
 	cursor := 0
 	locate := func(e *Entry, t string, depth int) {
 		e.Start, e.End = -1, -1
@@ -425,7 +560,11 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 		case direct:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
 			e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d, among the lowest)", rd.budget, si.s.Priority)
-			if p.cutAt < 0 && p.addBack >= 0 && last == idx {
+			if need, ok := p.need[idx]; ok {
+				e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d; keeping it would make the prompt %d tokens)", rd.budget, si.s.Priority, need)
+			} else if p.need != nil {
+				e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d; it costs about %d tokens, %d are left)", rd.budget, si.s.Priority, cost[idx], max(rd.budget-tokensNow, 0))
+			} else if p.cutAt < 0 && p.addBack >= 0 && last == idx {
 				e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d; keeping it would make the prompt %d tokens)", rd.budget, si.s.Priority, p.addBack)
 			}
 		default:
@@ -463,6 +602,9 @@ type plan struct {
 	// addBack is the size of the prompt with the last dropped scope kept,
 	// which proves the kept set maximal; -1 when unknown.
 	addBack int
+	// need maps a dropped scope to the size the prompt would have with it
+	// kept, for those the search rendered; nil when there was no fill.
+	need map[int]int
 }
 
 // last returns the last scope the current cut drops directly, or -1.

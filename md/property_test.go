@@ -119,27 +119,25 @@ func TestBudgetProperties(t *testing.T) {
 				}
 			}
 		}
-		for _, d := range droppedP {
-			for _, k := range keptP {
-				if d.prio > k.prio || (d.prio == k.prio && d.pos < k.pos) {
-					t.Fatalf("seed %d: %s (priority %d) dropped while %s (priority %d) kept", seed, d.name, d.prio, k.name, k.prio)
-				}
-			}
-		}
 		if over || truncated || len(droppedP) == 0 {
 			continue
 		}
-		// The last dropped: the highest priority, the earliest on a tie.
-		last := droppedP[0]
-		for _, d := range droppedP[1:] {
-			if d.prio > last.prio || (d.prio == last.prio && d.pos < last.pos) {
-				last = d
+		// Maximal: keeping any one dropped scope as well would not fit. So a
+		// dropped scope that outranks a kept one is always one that did
+		// not fit.
+		current := md.RenderDropping(tree, c, drop)
+		for _, d := range droppedP {
+			delete(drop, d.name)
+			text := md.RenderDropping(tree, c, drop)
+			drop[d.name] = true
+			if text == current {
+				continue // inside another dropped scope: keeping it alone changes nothing
+			}
+			if got := c.Count(text); got <= budget {
+				t.Fatalf("seed %d: keeping %s (priority %d) too makes %d tokens, within the budget of %d: not maximal\n%s", seed, d.name, d.prio, got, budget, res.Text)
 			}
 		}
-		delete(drop, last.name)
-		if got := c.Count(md.RenderDropping(tree, c, drop)); got <= budget {
-			t.Fatalf("seed %d: keeping %s too makes %d tokens, within the budget of %d: not maximal\n%s", seed, last.name, got, budget, res.Text)
-		}
+		_ = keptP
 	}
 }
 

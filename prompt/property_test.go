@@ -161,31 +161,32 @@ func checkReport(t *testing.T, where string, res *prompt.Result, c tokens.Counte
 			}
 		}
 	}
-	for _, d := range dropped {
-		for _, k := range kept {
-			if d.prio > k.prio || (d.prio == k.prio && d.pos < k.pos) {
-				t.Fatalf("%s: %s (priority %d) dropped while %s (priority %d) kept", where, d.name, d.prio, k.name, k.prio)
-			}
+	// Maximal: a dropped entry whose section is in the prompt would have
+	// fitted in the room left, had it been cheaper than that room.
+	room := budget - res.Report.Tokens
+	sectionKept := map[string]bool{}
+	for _, e := range res.Report.Sections {
+		if e.Status != md.Dropped {
+			sectionKept[e.Name] = true
 		}
-	}
-	if over || len(dropped) == 0 {
-		return
 	}
 	for _, d := range dropped {
 		e := res.Report.Sections[d.pos]
-		if strings.Contains(e.Reason, "keeping it would make the prompt") {
+		leaf := (strings.HasPrefix(e.Name, "skill:") && sectionKept["skills"]) || (strings.HasPrefix(e.Name, "memory/") && sectionKept["memories"])
+		if !over && leaf && e.Tokens+3 < room {
+			t.Fatalf("%s: %s (%d tokens) dropped with %d tokens left: not maximal", where, e.Name, e.Tokens, room)
+		}
+	}
+	_ = kept
+	for _, d := range dropped {
+		e := res.Report.Sections[d.pos]
+		if i := strings.Index(e.Reason, "make the prompt "); i >= 0 {
 			var n int
-			fmt.Sscanf(e.Reason[strings.Index(e.Reason, "make the prompt ")+len("make the prompt "):], "%d", &n)
+			fmt.Sscanf(e.Reason[i+len("make the prompt "):], "%d", &n)
 			if n <= budget {
 				t.Fatalf("%s: keeping %s makes %d tokens, within the budget", where, e.Name, n)
 			}
-			return
 		}
 	}
-	for _, e := range res.Report.Sections {
-		if e.Status == md.Truncated && strings.Contains(e.Reason, "to fit the budget") {
-			return // the last scope was cut to fit rather than dropped
-		}
-	}
-	t.Fatalf("%s: no dropped scope says what keeping it would cost", where)
 }
+
