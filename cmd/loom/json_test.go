@@ -30,6 +30,7 @@ func jsonWorkspace(t *testing.T) string {
 		"skills/broken/SKILL.md": "---\nname: [\n---\n",
 		"loom.yaml":              "name: Ledger\n",
 		"notes.txt":              "count <these> & those\n",
+		"history.jsonl":          `{"role":"user","content":"a <b> & c","timestamp":"2026-01-02T03:04:05"}` + "\n",
 	} {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -81,6 +82,7 @@ func TestJSONOutputs(t *testing.T) {
 		{"skills list", []string{"skills", "list", "-w", dir, "--json"}, jsonout.RoundTrip[[]cmdSkills.ListEntry], true},
 		{"skills validate", []string{"skills", "validate", "-w", dir, "--json"}, jsonout.RoundTrip[cmdSkills.ValidateResult], false},
 		{"memory list", []string{"memory", "list", "-w", dir, "--json"}, jsonout.RoundTrip[[]memory.Memory], true},
+		{"history clean", []string{"history", "clean", filepath.Join(dir, "history.jsonl")}, jsonout.RoundTrip[messages.Message], true},
 		{"messages", []string{"messages", "-w", dir, now, "--message", "hi <there> & you", "--json"}, jsonout.RoundTrip[messages.Output], true},
 	}
 	fields := map[string]string{}
