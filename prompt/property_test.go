@@ -189,4 +189,3 @@ func checkReport(t *testing.T, where string, res *prompt.Result, c tokens.Counte
 		}
 	}
 }
-
