@@ -18,8 +18,9 @@ import (
 
 // Class: symlink swap and FIFO swap (the reader's race). One goroutine keeps
 // replacing AGENTS.md, by atomic rename, with a regular file, a symlink to a
-// secret outside the workspace, and a FIFO; others render the prompt in a
-// loop, plain and watched. No render may contain the secret, and none may
+// secret outside the workspace, and a FIFO; another swaps the memory/ folder
+// for a symlink to an outside folder; others render the prompt in a loop,
+// plain and watched. No render may contain the secret, and none may
 // hang. Run it with -race.
 func TestRaceSwapAgentsFile(t *testing.T) {
 	base := t.TempDir()
@@ -57,6 +58,39 @@ func TestRaceSwapAgentsFile(t *testing.T) {
 			}
 			if err == nil && os.Rename(tmp, agents) == nil {
 				swaps.Add(1)
+			}
+		}
+	}()
+
+	// A second swapper does the same one folder up: memory/ is a real
+	// folder or a symlink to an outside folder whose MEMORY.md is secret.
+	os.MkdirAll(filepath.Join(outside, "mem"), 0o755)
+	os.WriteFile(filepath.Join(outside, "mem", "MEMORY.md"), []byte("- "+secret+"\n"), 0o644)
+	os.MkdirAll(filepath.Join(root, "memory"), 0o755)
+	os.WriteFile(filepath.Join(root, "memory", "MEMORY.md"), []byte("- Likes tea.\n"), 0o644)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		real, link, mem := filepath.Join(root, ".mem-real"), filepath.Join(root, ".mem-link"), filepath.Join(root, "memory")
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if i%2 == 0 {
+				os.Remove(link)
+				if os.Symlink(filepath.Join(outside, "mem"), link) == nil {
+					os.Rename(mem, real) // park the real folder
+					if os.Rename(link, mem) == nil {
+						swaps.Add(1)
+					}
+				}
+			} else {
+				os.Remove(mem) // the symlink
+				if os.Rename(real, mem) == nil {
+					swaps.Add(1)
+				}
 			}
 		}
 	}()
