@@ -67,3 +67,28 @@ func TestMemoryDBFlag(t *testing.T) {
 		t.Error("an empty --memory-db is accepted")
 	}
 }
+
+func TestJSONFormatAlias(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		want    string
+		wantErr bool
+	}{
+		{nil, "text", false},
+		{[]string{"--json"}, "json", false},
+		{[]string{"--format", "json", "--json"}, "json", false},
+		{[]string{"--json", "--format", "json"}, "json", false},
+		{[]string{"--json", "--format", "openai"}, "", true},
+		{[]string{"--format", "openai", "--json"}, "", true},
+		{[]string{"--format", "openai"}, "openai", false},
+	} {
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		var format string
+		fs.StringVar(&format, "format", "text", "")
+		AddJSONFormatAlias(fs, &format)
+		err := fs.Parse(tt.args)
+		if (err != nil) != tt.wantErr || (!tt.wantErr && format != tt.want) {
+			t.Errorf("%v: format %q, err %v", tt.args, format, err)
+		}
+	}
+}
