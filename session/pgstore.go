@@ -21,7 +21,10 @@ type PGStore struct {
 	own bool
 }
 
-var _ Store = (*PGStore)(nil)
+var (
+	_ Store      = (*PGStore)(nil)
+	_ TurnLocker = (*PGStore)(nil)
+)
 
 // NewPGStore returns the sessions of workspace (see pgstore.WorkspaceKey)
 // in db. Close leaves db open: the caller shares it with the memory store.
@@ -80,11 +83,13 @@ func (p *PGStore) Trim(ctx context.Context, key string, n int) error {
 	return p.s.Trim(ctx, key, n)
 }
 
-// LockTurn takes key's lock across every replica and returns its release:
-// a turn (load, model call, append) and a consolidation run under it, so
-// two replicas serving one session take its turns one after the other. A
-// replica that dies holding it loses its connection, and the server frees
-// the lock.
+// LockTurn implements [TurnLocker]: it takes key's lock across every
+// replica and returns its release. Session.Turn and Session.New hold it,
+// so two replicas serving one session take its turns one after the other.
+// A replica that dies holding it loses its connection, and the server
+// frees the lock. It is not re-entrant: a holder that asks again for the
+// same key (calling Turn inside its own LockTurn, say) waits until ctx
+// ends.
 func (p *PGStore) LockTurn(ctx context.Context, key string) (unlock func(), err error) {
 	return p.s.Lock(ctx, key)
 }

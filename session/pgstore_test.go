@@ -4,14 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/loomctx/loom/internal/testenv"
+	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/memory/pgstore"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/session"
+	"github.com/loomctx/loom/workspace"
 )
 
 func pgStore(t *testing.T, workspace string) *session.PGStore {
@@ -81,13 +89,32 @@ func TestPGStoreSteps(t *testing.T) {
 	}
 }
 
-// Two replicas (each its own pool) serve one session: every turn is kept
-// once, whole. Each replica's turns run under LockTurn, as a server's
-// handler does, so no turn builds on a history missing another's.
+// overlapClient notices when two turns' model calls overlap.
+type overlapClient struct {
+	stubClient
+	inside, overlaps atomic.Int32
+}
+
+func (c *overlapClient) Stream(ctx context.Context, req llm.Request, on func(string)) (llm.Response, error) {
+	if c.inside.Add(1) > 1 {
+		c.overlaps.Add(1)
+	}
+	defer c.inside.Add(-1)
+	time.Sleep(3 * time.Millisecond)
+	return c.stubClient.Stream(ctx, req, on)
+}
+
+func (c *overlapClient) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	return c.Stream(ctx, req, func(string) {})
+}
+
+// Two replicas (each its own pool) serve one session: Session.Turn holds
+// the store's LockTurn, so their turns run one after the other (no two
+// model calls overlap) and every turn is kept once, whole.
 func TestPGStoreTwoReplicasOneSession(t *testing.T) {
 	ws := newWorkspace(t)
 	key := uniqueWorkspace(t)
-	c := &stubClient{reply: "ok"}
+	c := &overlapClient{stubClient: stubClient{reply: "ok"}}
 	var sessions []*session.Session
 	var stores []*session.PGStore
 	for range 2 {
@@ -105,24 +132,15 @@ func TestPGStoreTwoReplicasOneSession(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := i % 2
-			unlock, err := stores[r].LockTurn(context.Background(), key)
-			if err != nil {
+			if _, err := sessions[i%2].Turn(context.Background(), session.TurnInput{Text: fmt.Sprint("m", i)}); err != nil {
 				t.Error(err)
-				return
-			}
-			defer unlock()
-			before, _ := stores[r].Load(context.Background(), key)
-			if _, err := sessions[r].Turn(context.Background(), session.TurnInput{Text: fmt.Sprint("m", i)}); err != nil {
-				t.Error(err)
-			}
-			after, _ := stores[r].Load(context.Background(), key)
-			if len(after.Messages) != len(before.Messages)+2 {
-				t.Errorf("a turn under the lock saw %d → %d messages", len(before.Messages), len(after.Messages))
 			}
 		}()
 	}
 	wg.Wait()
+	if n := c.overlaps.Load(); n > 0 {
+		t.Errorf("%d model calls overlapped: turns of one session ran at once on two replicas", n)
+	}
 	st, err := stores[0].Load(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
@@ -141,3 +159,126 @@ func TestPGStoreTwoReplicasOneSession(t *testing.T) {
 }
 
 var _ = pgstore.WorkspaceKey
+
+// The env that makes this test binary a replica process for
+// TestPGStoreReplicaProcesses.
+const pgWorkerEnv = "LOOM_PG_TURN_WORKER"
+
+func init() {
+	if os.Getenv(pgWorkerEnv) != "" {
+		os.Exit(runPGWorker())
+	}
+}
+
+// logClient appends "S pid" and "E pid" around each model call to a file
+// shared by the replica processes.
+type logClient struct {
+	stubClient
+	log string
+}
+
+func (c *logClient) Stream(ctx context.Context, req llm.Request, on func(string)) (llm.Response, error) {
+	mark := func(s string) {
+		f, err := os.OpenFile(c.log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err == nil {
+			fmt.Fprintf(f, "%s %d\n", s, os.Getpid())
+			f.Close()
+		}
+	}
+	mark("S")
+	time.Sleep(5 * time.Millisecond)
+	mark("E")
+	return c.stubClient.Stream(ctx, req, on)
+}
+
+func (c *logClient) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	return c.Stream(ctx, req, func(string) {})
+}
+
+// runPGWorker takes n turns on the shared session, as one replica.
+func runPGWorker() int {
+	dir, key, logPath := os.Getenv("PGW_DIR"), os.Getenv("PGW_KEY"), os.Getenv("PGW_LOG")
+	n, _ := strconv.Atoi(os.Getenv("PGW_N"))
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	st, err := session.OpenPGStore(context.Background(), os.Getenv("LOOM_TEST_PG_DSN"), "shared")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer st.Close()
+	s, err := session.Open(context.Background(), session.Options{Workspace: ws, Key: key, Channel: "cli", User: "ana",
+		Client: &logClient{stubClient: stubClient{reply: "ok"}, log: logPath}, Store: st})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer s.Close(context.Background())
+	for i := range n {
+		if _, err := s.Turn(context.Background(), session.TurnInput{Text: fmt.Sprintf("p%d-%d", os.Getpid(), i)}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// Three replica processes serve one session on PostgreSQL: their model
+// calls never overlap (each turn holds the session's lock across
+// processes), and every turn is kept once, whole, in each process's order.
+func TestPGStoreReplicaProcesses(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	ws := newWorkspace(t)
+	key := uniqueWorkspace(t)
+	logPath := filepath.Join(t.TempDir(), "calls.log")
+	const procs, turns = 3, 8
+	var cmds []*exec.Cmd
+	for range procs {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), pgWorkerEnv+"=1", "LOOM_TEST_PG_DSN="+dsn, "PGW_DIR="+ws.Root(), "PGW_KEY="+key, "PGW_LOG="+logPath, fmt.Sprintf("PGW_N=%d", turns))
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("replica process: %v", err)
+		}
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != procs*turns*2 {
+		t.Fatalf("%d marks, want %d", len(lines), procs*turns*2)
+	}
+	for i := 0; i < len(lines); i += 2 {
+		s, e := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+		if s[0] != "S" || e[0] != "E" || s[1] != e[1] {
+			t.Fatalf("marks %d–%d: %q then %q: two replicas ran a turn of one session at once", i, i+1, lines[i], lines[i+1])
+		}
+	}
+	st, err := pgStore(t, "shared").Load(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Messages) != procs*turns*2 {
+		t.Fatalf("%d messages, want %d", len(st.Messages), procs*turns*2)
+	}
+	next := map[string]int{}
+	for i := 0; i < len(st.Messages); i += 2 {
+		u, a := st.Messages[i], st.Messages[i+1]
+		var pid, n int
+		fmt.Sscanf(u.Content.Text, "p%d-%d", &pid, &n)
+		if u.Role != messages.RoleUser || a.Role != messages.RoleAssistant || n != next[fmt.Sprint(pid)] {
+			t.Fatalf("message %d: %q (%s) then %s: interleaved, lost or out of order", i, u.Content.Text, u.Role, a.Role)
+		}
+		next[fmt.Sprint(pid)]++
+	}
+}
