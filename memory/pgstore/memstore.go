@@ -99,6 +99,19 @@ func (db *DB) Memory(workspace string, opts ...MemoryOption) *Memories {
 	return s
 }
 
+// Version says whether the workspace's memories may have changed: it
+// grows with every change notice for the workspace (from any replica) and
+// with every write through this store. ok is false while the DB is not
+// listening, when notices can be missed: then a caller must read again.
+// A render cache (the prompt's memory section, say) keys on it, as the
+// SQLite store's callers key on the database file's size and time.
+func (s *Memories) Version() (v uint64, ok bool) {
+	s.cmu.Lock()
+	v = s.gen
+	s.cmu.Unlock()
+	return v, s.db.Listening()
+}
+
 // Workspace is the name the store's rows are kept under.
 func (s *Memories) Workspace() string { return s.workspace }
 

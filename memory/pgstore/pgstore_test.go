@@ -100,6 +100,21 @@ func TestPGCrossReplicaFreshness(t *testing.T) {
 		}
 	}
 	t.Logf("write on A → notice on B: %v", lat)
+	// B's version moved with A's writes; a render cache keyed on it knows.
+	v1, ok := b.Version()
+	if !ok {
+		t.Fatal("B is not listening")
+	}
+	if _, err := a.Add(ctx, memory.NewMemory{Category: "personal_fact", Content: "One more."}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for v, _ := b.Version(); v == v1; v, _ = b.Version() {
+		if time.Now().After(deadline) {
+			t.Fatal("B's version did not move after a write on A")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	// Cached lists are served without a query, and are copies.
 	ms, _ := b.List(ctx, memory.Query{AllUsers: true})
 	ms[0].Content = "changed by the caller"
