@@ -145,6 +145,7 @@ func TestNonStreaming(t *testing.T) {
 	r2, _ := http.Get(e.base + "/v1/workspaces/default/sessions/ann/messages")
 	json.NewDecoder(r2.Body).Decode(&hist)
 	r2.Body.Close()
+	hist = sessionMessages(t, e, "ann")
 	if len(hist.Messages) != 2 || hist.Messages[0].Content.Text != "please /greet me" || hist.Messages[1].Content.Text != "ok" {
 		t.Fatalf("saved: %+v", hist.Messages)
 	}
@@ -359,19 +360,24 @@ func TestMemoryAcrossSessions(t *testing.T) {
 	res := e.post(t, "/v1/chat/completions", map[string]any{"user": "cy", "messages": []any{
 		map[string]any{"role": "user", "content": "Remember this: I always take oat milk in my coffee, never dairy."}}}, "X-Loom-Session", "A")
 	readAll(t, res)
+	// The reply returns before the turn is saved and extracted: wait for
+	// session A's memory, then open session B.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		res = e.post(t, "/v1/chat/completions", map[string]any{"user": "cy", "messages": []any{
-			map[string]any{"role": "user", "content": "What milk do I take?"}}}, "X-Loom-Session", "B")
-		readAll(t, res)
-		sys := msgText(e.up.last(t).Body["messages"].([]any)[0])
-		if strings.Contains(sys, "The user prefers oat milk.") {
-			return
+		r, _ := http.Get(e.base + "/v1/workspaces/default/memories?user=cy")
+		if list := readAll(t, r); strings.Contains(list, `"chat":"A"`) {
+			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("session B's system prompt lacks the memory:\n%s", sys)
+			t.Fatal("session A's message was never extracted")
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+	}
+	res = e.post(t, "/v1/chat/completions", map[string]any{"user": "cy", "messages": []any{
+		map[string]any{"role": "user", "content": "What milk do I take?"}}}, "X-Loom-Session", "B")
+	readAll(t, res)
+	if sys := msgText(e.up.last(t).Body["messages"].([]any)[0]); !strings.Contains(sys, "The user prefers oat milk.") {
+		t.Fatalf("session B's system prompt lacks the memory:\n%s", sys)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,9 @@ type Gateway struct {
 	reports map[string]*LastReport
 	locks   map[string]*sync.Mutex
 	bg      sync.WaitGroup
+	sysText [8]string // the last system prompts encoded, and their encodings
+	sysJSON [8][]byte
+	sysNext int
 }
 
 // LastReport is what the gateway built for a session's latest request:
@@ -380,7 +384,7 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, eng *server.E
 		}
 		text = strings.Join(texts, "\n")
 	}
-	set, err := ws.Builder.Skills()
+	set, err := ws.Skills()
 	if err != nil {
 		return nil, err
 	}
@@ -411,28 +415,52 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, eng *server.E
 		}
 		final = append(final, m)
 	}
-	wire, err := messages.OpenAIWith(final, messages.OpenAIOptions{KeepExtra: true})
+	// The system message is the same long text request after request: its
+	// encoding is kept, and only the rest is encoded each time.
+	sysJSON, err := g.encodeSystem(final[0])
+	if err != nil {
+		return nil, err
+	}
+	wire, err := messages.OpenAIWith(final[1:], messages.OpenAIOptions{KeepExtra: true})
 	if err != nil {
 		return nil, ferr("messages", "%v", err)
 	}
-	raw, err := json.Marshal(wire)
+	rest, err := json.Marshal(wire)
 	if err != nil {
 		return nil, err
 	}
-	fields := make(map[string]json.RawMessage, len(q.fields)+1)
-	for k, v := range q.fields {
-		fields[k] = v
+	raw := make([]byte, 0, len(sysJSON)+len(rest)+2)
+	raw = append(append(append(raw, '['), sysJSON...), ',')
+	raw = append(raw, rest[1:]...) // rest is "[...]" with at least the user's message
+	// The body is put together by hand: the client's fields as they came
+	// (already valid JSON), in a fixed order, with loom's messages; no
+	// second pass over a 100 KB prompt to re-encode it.
+	keys := make([]string, 0, len(q.fields)+1)
+	for k := range q.fields {
+		if k != "messages" && k != "model" {
+			keys = append(keys, k)
+		}
 	}
-	fields["messages"] = raw
-	if m, ok := fields["model"]; !ok || string(m) == "null" || string(m) == `""` {
-		fields["model"], _ = json.Marshal(eng.LLM.Model)
-	}
+	slices.Sort(keys)
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(fields); err != nil {
-		return nil, err
+	buf.Grow(len(raw) + 256)
+	buf.WriteString(`{"model":`)
+	if m, ok := q.fields["model"]; ok && string(m) != "null" && string(m) != `""` {
+		buf.Write(m)
+	} else {
+		mb, _ := json.Marshal(eng.LLM.Model)
+		buf.Write(mb)
 	}
+	buf.WriteString(`,"messages":`)
+	buf.Write(raw)
+	for _, k := range keys {
+		kb, _ := json.Marshal(k)
+		buf.WriteByte(',')
+		buf.Write(kb)
+		buf.WriteByte(':')
+		buf.Write(q.fields[k])
+	}
+	buf.WriteString("}\n")
 	out := &built{body: buf.Bytes(), render: res, report: b.Report}
 	for _, e := range res.Report.Sections {
 		if e.Status == md.Dropped || e.Status == md.Truncated {
@@ -461,6 +489,35 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, eng *server.E
 		}
 	}
 	return out, nil
+}
+
+// encodeSystem returns the OpenAI encoding of the system message, from a
+// small memory of the last few (compared by content, so a re-rendered but
+// equal prompt hits too).
+func (g *Gateway) encodeSystem(m messages.Message) ([]byte, error) {
+	text := m.Content.Text
+	g.mu.Lock()
+	for i := range g.sysText {
+		if len(g.sysText[i]) == len(text) && g.sysText[i] == text && g.sysJSON[i] != nil {
+			b := g.sysJSON[i]
+			g.mu.Unlock()
+			return b, nil
+		}
+	}
+	g.mu.Unlock()
+	wire, err := messages.OpenAIWith([]messages.Message{m}, messages.OpenAIOptions{})
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(wire[0])
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	g.sysText[g.sysNext], g.sysJSON[g.sysNext] = text, b
+	g.sysNext = (g.sysNext + 1) % len(g.sysText)
+	g.mu.Unlock()
+	return b, nil
 }
 
 // hop-by-hop and per-connection headers are not relayed; nor is the
@@ -555,7 +612,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Wor
 
 // reply is what the upstream answered, gathered for saving.
 type reply struct {
-	text  strings.Builder
+	// text is a byte slice, not a strings.Builder: a Builder must not be
+	// copied, and a reply is returned by value and then saved from a
+	// goroutine.
+	text  []byte
 	calls []messages.ToolCall
 	cut   string
 }
@@ -574,7 +634,7 @@ func (rp *reply) parseWhole(data []byte) {
 		return
 	}
 	if c := out.Choices[0].Message.Content; c != nil {
-		rp.text.WriteString(*c)
+		rp.text = append(rp.text, *c...)
 	}
 	rp.calls = out.Choices[0].Message.ToolCalls
 }
@@ -666,7 +726,7 @@ func (rp *reply) add(data []byte) {
 			continue
 		}
 		if ch.Delta.Content != nil {
-			rp.text.WriteString(*ch.Delta.Content)
+			rp.text = append(rp.text, *ch.Delta.Content...)
 		}
 		for _, tc := range ch.Delta.ToolCalls {
 			for len(rp.calls) <= tc.Index {
@@ -706,25 +766,38 @@ func (g *Gateway) save(r *http.Request, ws *server.Workspace, eng *server.Engine
 		}
 		saved = append(saved, m)
 	}
-	out := messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(rep.text.String()), ToolCalls: rep.calls, Time: now}
+	out := messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(string(rep.text)), ToolCalls: rep.calls, Time: now}
 	if rep.cut != "" {
 		reason, _ := json.Marshal(rep.cut)
 		out.Extra = map[string]json.RawMessage{session.CutKey: reason}
 	}
-	if rep.text.Len() > 0 || len(rep.calls) > 0 || rep.cut != "" {
+	if len(rep.text) > 0 || len(rep.calls) > 0 || rep.cut != "" {
 		saved = append(saved, out)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
-	defer cancel()
+	// Saving runs after the handler returns, so the client's response ends
+	// as soon as the upstream's does; the server's drain waits for it.
+	reqID, cut := server.RequestID(r), rep.cut
 	l := g.sessionLock(ws.Name + "\x00" + q.key)
-	l.Lock()
-	defer l.Unlock()
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		l.Lock()
+		defer l.Unlock()
+		g.persist(ctx, reqID, ws, eng, q, cut, saved)
+	}()
+}
+
+// persist appends the messages to the session, then submits extraction and
+// starts consolidation when due (not for a cut reply).
+func (g *Gateway) persist(ctx context.Context, reqID string, ws *server.Workspace, eng *server.Engine, q *request, cut string, saved []messages.Message) {
 	store := session.NewWorkspaceFileStore(ws.Door, session.FileOptions{})
 	if err := store.Append(ctx, q.key, saved...); err != nil {
-		g.log.Error("gateway: save session", "request_id", server.RequestID(r), "session", q.key, "err", err)
+		g.log.Error("gateway: save session", "request_id", reqID, "session", q.key, "err", err)
 		return
 	}
-	if rep.cut != "" {
+	if cut != "" || (eng.Extract == nil && eng.ConsolidateThreshold < 0) {
 		return
 	}
 	st, err := store.Load(ctx, q.key)
@@ -742,13 +815,9 @@ func (g *Gateway) save(r *http.Request, ws *server.Workspace, eng *server.Engine
 		c := consolidate.New(consolidate.Options{Client: eng.Client, Files: files, Counter: eng.Counter,
 			Model: eng.LLM.ConsolidateModel, Threshold: eng.ConsolidateThreshold, Logger: g.log})
 		if c.Due(st.Messages, st.LastConsolidated) {
-			g.bg.Add(1)
-			go func() {
-				defer g.bg.Done()
-				if _, err := session.Consolidate(context.Background(), store, q.key, c, files, session.ConsolidateOptions{LockWait: -1}); err != nil {
-					g.log.Warn("gateway: consolidate", "session", q.key, "err", err)
-				}
-			}()
+			if _, err := session.Consolidate(context.Background(), store, q.key, c, files, session.ConsolidateOptions{LockWait: -1}); err != nil {
+				g.log.Warn("gateway: consolidate", "session", q.key, "err", err)
+			}
 		}
 	}
 }

@@ -34,8 +34,29 @@ type ExpandResponse struct {
 	Uses []skills.Use `json:"uses"`
 }
 
-func (s *Server) skillSet(ws *Workspace) (*skills.Set, error) {
+// Skills returns the workspace's skills as the prompt sees them. While the
+// workspace is watched and no file changed, the last set is reused.
+func (ws *Workspace) Skills() (*skills.Set, error) {
+	watched := ws.Door.Watching()
+	gen := ws.Door.Generation()
+	ws.mu.Lock()
+	set, at := ws.skills, ws.skillsGen
+	ws.mu.Unlock()
+	if watched && set != nil && at == gen {
+		return set, nil
+	}
 	set, err := ws.Builder.Skills()
+	if err != nil {
+		return nil, err
+	}
+	ws.mu.Lock()
+	ws.skills, ws.skillsGen = set, gen
+	ws.mu.Unlock()
+	return set, nil
+}
+
+func (s *Server) skillSet(ws *Workspace) (*skills.Set, error) {
+	set, err := ws.Skills()
 	if err != nil {
 		return nil, Errorf(http.StatusUnprocessableEntity, "config_invalid", "%v", err)
 	}
@@ -47,17 +68,17 @@ func (s *Server) listSkills(r *http.Request, ws *Workspace) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := SkillList{Skills: set.Skills, Diagnostics: set.Diagnostics}
-	if out.Skills == nil {
-		out.Skills = []*skills.Skill{}
-	}
+	// The set is shared with other requests: copy what is filled in.
+	out := SkillList{Skills: make([]*skills.Skill, len(set.Skills)), Diagnostics: set.Diagnostics}
 	if out.Diagnostics == nil {
 		out.Diagnostics = []workspace.Diagnostic{}
 	}
-	for _, sk := range out.Skills {
-		if sk.Diagnostics == nil {
-			sk.Diagnostics = workspace.Diagnostics{}
+	for i, sk := range set.Skills {
+		c := *sk
+		if c.Diagnostics == nil {
+			c.Diagnostics = workspace.Diagnostics{}
 		}
+		out.Skills[i] = &c
 	}
 	return out, nil
 }
@@ -80,10 +101,11 @@ func (s *Server) getSkill(r *http.Request, ws *Workspace) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sk.Diagnostics == nil {
-		sk.Diagnostics = workspace.Diagnostics{}
+	c := *sk // shared with other requests
+	if c.Diagnostics == nil {
+		c.Diagnostics = workspace.Diagnostics{}
 	}
-	return SkillDetail{Skill: sk, Body: sk.Body}, nil
+	return SkillDetail{Skill: &c, Body: sk.Body}, nil
 }
 
 func (s *Server) expandSkill(r *http.Request, ws *Workspace) (any, error) {

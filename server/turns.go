@@ -104,6 +104,7 @@ func (ws *Workspace) Engine() (*Engine, error) {
 		return nil, err
 	}
 	counter, _ := tokens.ForModel(lc.Model)
+	counter = MemoCounter(counter)
 	e = &Engine{Config: cfg, LLM: lc, Client: client, Store: store, Counter: counter, Location: time.UTC,
 		Placement: messages.Placement(cfg.Runtime.Placement), ConsolidateThreshold: -1, sessions: map[string]*session.Session{}}
 	if cfg.Timezone != "" {

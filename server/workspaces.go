@@ -12,6 +12,7 @@ import (
 
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
 )
 
@@ -26,12 +27,14 @@ type Workspace struct {
 	Door    *workspace.Workspace
 	Builder *prompt.Builder
 
-	mu       sync.Mutex
-	rendered map[*prompt.Result]*encoded // encoded bodies of the builder's latest results
-	locks    map[string]*sessionLock     // one lock per session id
-	mem      memory.Store                // opened on first use
-	engine   *Engine                     // built on first turn
-	log      *slog.Logger
+	mu        sync.Mutex
+	rendered  map[*prompt.Result]*encoded // encoded bodies of the builder's latest results
+	locks     map[string]*sessionLock     // one lock per session id
+	mem       memory.Store                // opened on first use
+	engine    *Engine                     // built on first turn
+	skills    *skills.Set                 // the last set loaded, at skillsGen
+	skillsGen uint64
+	log       *slog.Logger
 }
 
 // encoded is a render result as sent: its body and its ETag.

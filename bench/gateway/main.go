@@ -1,0 +1,231 @@
+// Command gateway-load measures what loom's gateway adds to a chat
+// completion (bench/gateway).
+//
+// A fake OpenAI upstream in its own process answers every request at once
+// with the same streamed reply (about 2 KB of chunks). `loom serve` runs on
+// a workspace whose loom.yaml points at it. C concurrent clients then send
+// streamed chat completions for D, first straight to the upstream, then
+// through loom, in the same run, and the command prints, for each, req/s,
+// errors, and time to first byte and to the whole response (p50, p99, max),
+// then what loom added: the difference of the two at each percentile.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	var (
+		loom     = flag.String("loom", "loom", "the loom binary")
+		ws       = flag.String("w", "", "workspace folder (its loom.yaml is written)")
+		conc     = flag.Int("c", 32, "concurrent clients")
+		dur      = flag.Duration("d", 30*time.Second, "duration of each phase")
+		upstream = flag.Bool("upstream", false, "internal: run the fake upstream")
+	)
+	flag.Parse()
+	if *upstream {
+		serveUpstream()
+		return
+	}
+	if *ws == "" {
+		fmt.Fprintln(os.Stderr, "gateway-load: -w DIR is required")
+		os.Exit(2)
+	}
+	if err := run(*loom, *ws, *conc, *dur); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway-load:", err)
+		os.Exit(1)
+	}
+}
+
+// reply is the upstream's fixed stream: 2 KiB of text in 16 chunks of 128
+// characters.
+var reply = func() []byte {
+	var b bytes.Buffer
+	b.WriteString(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n")
+	for i := 0; i < 16; i++ {
+		piece, _ := json.Marshal(strings.Repeat(string(rune('a'+i%26)), 127) + " ")
+		fmt.Fprintf(&b, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":%s},"finish_reason":null}]}`+"\n\n", piece)
+	}
+	b.WriteString(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n")
+	return b.Bytes()
+}()
+
+func serveUpstream() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(ln.Addr().String())
+	http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(reply)
+	}))
+}
+
+func run(loom, ws string, conc int, dur time.Duration) error {
+	self, _ := os.Executable()
+	up := exec.Command(self, "-upstream")
+	out, err := up.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := up.Start(); err != nil {
+		return err
+	}
+	defer up.Process.Kill()
+	upAddr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	upAddr = strings.TrimSpace(upAddr)
+	yaml := fmt.Sprintf("llm:\n  provider: openai\n  base_url: http://%s/v1\n  model: fake-model\n  extraction:\n    enabled: false\n  consolidation:\n    enabled: false\n", upAddr)
+	if err := os.WriteFile(filepath.Join(ws, "loom.yaml"), []byte(yaml), 0o644); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv := exec.Command(loom, "serve", "-w", ws, "--addr", addr, "--log-level", "warn")
+	srv.Stderr = os.Stderr
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	defer srv.Process.Kill()
+	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+		if res, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Since(start) > 30*time.Second {
+			return errors.New("loom serve never became ready")
+		}
+	}
+	body := []byte(`{"model":"fake-model","stream":true,"temperature":0.2,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"hello"},{"role":"assistant","content":"hi"},{"role":"user","content":"What changed today?"}]}`)
+	// One request each way, checked, before measuring.
+	for _, u := range []string{"http://" + upAddr + "/v1/chat/completions", "http://" + addr + "/v1/chat/completions"} {
+		res, err := http.Post(u, "application/json", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		got, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !bytes.Equal(got, reply) {
+			return fmt.Errorf("%s: %d, %d bytes (want the upstream's %d bytes unchanged)", u, res.StatusCode, len(got), len(reply))
+		}
+	}
+	fmt.Printf("workspace %s, %d clients, %s per phase, streamed reply of 2 KiB of text, %d bytes on the wire\n\n", ws, conc, dur, len(reply))
+	fmt.Printf("%-8s %9s %7s | %-26s | %-26s\n", "", "", "", "time to first byte, ms", "whole response, ms")
+	fmt.Printf("%-8s %9s %7s | %8s %8s %8s | %8s %8s %8s\n", "target", "req/s", "errors", "p50", "p99", "max", "p50", "p99", "max")
+	direct := load("http://"+upAddr+"/v1/chat/completions", body, nil, conc, dur)
+	direct.print("direct")
+	via := load("http://"+addr+"/v1/chat/completions", body, map[string]string{"X-Loom-Session": "bench"}, conc, dur)
+	via.print("loom")
+	fmt.Printf("%-8s %9s %7s | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f\n", "added", "", "",
+		ms(via.p(via.ttfb, .5)-direct.p(direct.ttfb, .5)), ms(via.p(via.ttfb, .99)-direct.p(direct.ttfb, .99)), ms(via.p(via.ttfb, 1)-direct.p(direct.ttfb, 1)),
+		ms(via.p(via.total, .5)-direct.p(direct.total, .5)), ms(via.p(via.total, .99)-direct.p(direct.total, .99)), ms(via.p(via.total, 1)-direct.p(direct.total, 1)))
+	fmt.Printf("\nthroughput through loom / direct: %.2f\n", via.rps/direct.rps)
+	return nil
+}
+
+type result struct {
+	rps         float64
+	errs        int
+	ttfb, total []time.Duration
+}
+
+func (r *result) p(xs []time.Duration, q float64) time.Duration {
+	if len(xs) == 0 {
+		return 0
+	}
+	return xs[min(len(xs)-1, int(q*float64(len(xs))))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (r *result) print(name string) {
+	fmt.Printf("%-8s %9.0f %7d | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f\n", name, r.rps, r.errs,
+		ms(r.p(r.ttfb, .5)), ms(r.p(r.ttfb, .99)), ms(r.p(r.ttfb, 1)), ms(r.p(r.total, .5)), ms(r.p(r.total, .99)), ms(r.p(r.total, 1)))
+}
+
+func load(url string, body []byte, headers map[string]string, conc int, dur time.Duration) *result {
+	tr := &http.Transport{MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), dur)
+	defer cancel()
+	var mu sync.Mutex
+	total := &result{}
+	var wg sync.WaitGroup
+	begin := time.Now()
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ttfb, all []time.Duration
+			errs := 0
+			buf := make([]byte, 32<<10)
+			for ctx.Err() == nil {
+				req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				for k, v := range headers {
+					req.Header.Set(k, v)
+				}
+				t := time.Now()
+				res, err := client.Do(req)
+				if err != nil {
+					if ctx.Err() == nil {
+						errs++
+					}
+					continue
+				}
+				n, err := res.Body.Read(buf)
+				first := time.Since(t)
+				size := n
+				for err == nil {
+					n, err = res.Body.Read(buf)
+					size += n
+				}
+				res.Body.Close()
+				if res.StatusCode != 200 || size != len(reply) {
+					errs++
+					continue
+				}
+				ttfb = append(ttfb, first)
+				all = append(all, time.Since(t))
+			}
+			mu.Lock()
+			total.ttfb = append(total.ttfb, ttfb...)
+			total.total = append(total.total, all...)
+			total.errs += errs
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	slices.Sort(total.ttfb)
+	slices.Sort(total.total)
+	total.rps = float64(len(total.total)) / time.Since(begin).Seconds()
+	return total
+}
