@@ -43,7 +43,7 @@ func TestFrontmatterCases(t *testing.T) {
 		{name: "colon", text: "---\nname: colon\ndescription: Use when: the user asks\n---\nb", status: StatusWarning, desc: "Use when: the user asks", body: "b",
 			diags: []string{"SKILL.md:3: warning: value has an unquoted colon"}},
 		{name: "broken", text: "---\nname: broken\ndescription: [oops\n---\nb", status: StatusBroken,
-			diags: []string{"skills/broken/SKILL.md:2: error: frontmatter: did not find expected ',' or ']'"}},
+			diags: []string{"skills/broken/SKILL.md:3: error: frontmatter: did not find expected ',' or ']'"}},
 		{name: "dup", text: "---\nname: dup\nname: dup\n---\nb", status: StatusBroken,
 			diags: []string{`skills/dup/SKILL.md:3: error: frontmatter: mapping key "name" already defined at line 2`}},
 		{name: "unclosed", text: "---\nname: unclosed\ndescription: d\n\nno fence ever", status: StatusBroken,

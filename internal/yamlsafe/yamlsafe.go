@@ -77,13 +77,13 @@ func Parse(data []byte, lim Limits) (*yaml.Node, error) {
 	if err := dec.Decode(&doc); err == io.EOF {
 		return nil, nil
 	} else if err != nil {
-		return nil, convert(err)
+		return nil, convert(err, data)
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case err == io.EOF:
 	case err != nil:
-		return nil, convert(err)
+		return nil, convert(err, data)
 	default:
 		line := next.Line
 		if len(next.Content) > 0 {
@@ -103,14 +103,44 @@ func Parse(data []byte, lim Limits) (*yaml.Node, error) {
 
 var lineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// convert turns a yaml.v3 error into a one-line *Error.
-func convert(err error) error {
-	msg := strings.Join(strings.Fields(err.Error()), " ")
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return &Error{Line: n, Msg: m[2]}
+// parserErrors are the messages of yaml.v3's parser (as opposed to its
+// scanner). For these it prints a 0-based line, and none at all for the
+// first line; scanner errors carry the right 1-based line.
+var parserErrors = []string{
+	"did not find expected <document start>",
+	"did not find expected node content",
+	"did not find expected key",
+	"did not find expected '-' indicator",
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"found undefined tag handle",
+	"found duplicate %YAML directive",
+	"found duplicate %TAG directive",
+	"found incompatible YAML document",
+}
+
+// convert turns a yaml.v3 error into a one-line *Error with a 1-based
+// line. A parser error at the end of the input (an unclosed [ or {) is
+// placed on the last line rather than after it.
+func convert(err error, data []byte) error {
+	msg := strings.TrimPrefix(strings.Join(strings.Fields(err.Error()), " "), "yaml: ")
+	line := 0
+	if m := lineRE.FindStringSubmatch("yaml: " + msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
 	}
-	return &Error{Msg: strings.TrimPrefix(msg, "yaml: ")}
+	for _, p := range parserErrors {
+		if strings.HasPrefix(msg, p) {
+			line++ // 0-based, or absent for the first line
+			last := bytes.Count(data, []byte("\n"))
+			if len(data) > 0 && data[len(data)-1] != '\n' {
+				last++
+			}
+			line = min(line, max(last, 1))
+			break
+		}
+	}
+	return &Error{Line: line, Msg: msg}
 }
 
 // tooDeep returns the line where flow collections ([ and {) nest deeper

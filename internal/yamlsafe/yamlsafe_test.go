@@ -9,6 +9,7 @@ import (
 func TestParse(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{"a: [", "line 1: did not find expected node content"},
+		{"a: 1\nb: [", "line 2: did not find expected node content"},
 		{"a: 1\n---\nb: 2\n", "line 3: more than one YAML document"},
 		{"x: " + strings.Repeat("[", 65), "line 1: nested more than 64 levels deep"},
 	} {
@@ -19,6 +20,28 @@ func TestParse(t *testing.T) {
 		}
 		if tt.want != "" && !strings.HasPrefix(got, tt.want) {
 			t.Errorf("%.20q: got %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	// Every error names the line where the problem is (yaml.v3's parser
+	// alone counts from 0).
+	for _, tt := range []struct {
+		in   string
+		line int
+	}{
+		{"name: [a\n", 1},
+		{"name: broken\ndescription: [unclosed\n", 2},
+		{"a: 1\nb: 2\nc: [x\nd: 4\n", 3},
+		{"a: 1\nb: {x: 1\n", 2},
+		{"a: 1\n- x\n", 2},
+		{"a: 1\nb: b: c\n", 2},
+		{"a: 1\n\tb: 2\n", 2},
+		{"a: 1\nb: \"unterminated\n", 2},
+		{"\n\n%YAML 1.1\n%YAML 1.1\n---\na: 1\n", 4},
+	} {
+		_, err := Parse([]byte(tt.in), Limits{})
+		var e *Error
+		if !errors.As(err, &e) || e.Line != tt.line {
+			t.Errorf("%q: %v; want line %d", tt.in, err, tt.line)
 		}
 	}
 	if _, err := Parse(make([]byte, 11), Limits{MaxBytes: 10}); !errors.Is(err, ErrTooLarge) {
