@@ -133,16 +133,16 @@ func Open(dir string, opts ...Option) (*Workspace, error) {
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("workspace %s: folder does not exist", dir)
+			return nil, fmt.Errorf("workspace %s: folder does not exist", QuotePath(dir))
 		}
-		return nil, fmt.Errorf("workspace %s: %w", dir, err)
+		return nil, fmt.Errorf("workspace %s: %w", QuotePath(dir), unwrapPathErr(err))
 	}
 	st, err := os.Stat(real)
 	if err != nil {
-		return nil, fmt.Errorf("workspace %s: %w", dir, err)
+		return nil, fmt.Errorf("workspace %s: %w", QuotePath(dir), unwrapPathErr(err))
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("workspace %s: not a folder", dir)
+		return nil, fmt.Errorf("workspace %s: not a folder", QuotePath(dir))
 	}
 	w := &Workspace{root: real, memo: map[memoKey]*entry{}}
 	w.maxSize.Store(DefaultMaxFileSize)

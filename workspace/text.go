@@ -1,6 +1,8 @@
 package workspace
 
 import (
+	"errors"
+	"io/fs"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -69,4 +71,14 @@ func OneLine(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// unwrapPathErr drops an *fs.PathError's own path, which would repeat the
+// name the caller already gives (unquoted).
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -57,3 +57,11 @@ func TestControlCharacters(t *testing.T) {
 		t.Errorf("repairs = %q", f.Repairs)
 	}
 }
+
+// A workspace folder named with a newline cannot forge an error line.
+func TestOpenErrorQuotesName(t *testing.T) {
+	_, err := workspace.Open(filepath.Join(t.TempDir(), "no\nloom: error: forged"))
+	if err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %q", err)
+	}
+}

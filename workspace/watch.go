@@ -68,11 +68,11 @@ func (w *Workspace) Watch() error {
 	}
 	wt, err := fsnotify.NewWatcher()
 	if err != nil {
-		return fmt.Errorf("workspace %s: watch: %w", w.root, err)
+		return fmt.Errorf("workspace %s: watch: %w", QuotePath(w.root), err)
 	}
 	if err := wt.Add(w.root); err != nil {
 		wt.Close()
-		return fmt.Errorf("workspace %s: watch: %w", w.root, err)
+		return fmt.Errorf("workspace %s: watch: %w", QuotePath(w.root), err)
 	}
 	w.mu.Lock()
 	if w.watcher != nil {
@@ -524,7 +524,7 @@ func (w *Workspace) onError(wt *fsnotify.Watcher, err error) {
 		return
 	}
 	w.distrust = true
-	w.watchErr = fmt.Errorf("workspace %s: watch: %w", w.root, err)
+	w.watchErr = fmt.Errorf("workspace %s: watch: %w", QuotePath(w.root), err)
 	w.gen.Add(1)
 	w.notify("", w.watchErr)
 }
