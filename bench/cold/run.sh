@@ -58,23 +58,28 @@ for ref in "${refs[@]}"; do
   startup+=("loom@$name=$tmp/loom-$name --version")
 done
 
+echo
+echo "start-up ($runs runs each, interleaved; ratio to hello-world):"
+(cd "$repo" && go run ./bench/cold/startup -n "$runs" "${startup[@]}")
+
 if [ "${DEPS:-0}" = 1 ]; then
   src="$tmp/src-$(git -C "$repo" rev-parse --short "${refs[-1]}")"
   echo
   printf "%-40s %12s %10s\n" "dependency (blank import)" "cold CPU s" "binary MB"
   for mod in $(cd "$src" && go list -m -f '{{if not .Indirect}}{{if not .Main}}{{.Path}}{{end}}{{end}}' all); do
-    pkg=$(cd "$src" && go list -deps ./... 2>/dev/null | grep -x -m1 -e "$mod" -e "$mod/[^/]*" || true)
+    deps=$(cd "$src" && go list -deps ./... 2>/dev/null)
+    pkg=$(grep -x -m1 -e "$mod" <<<"$deps" || grep -x -m1 -e "$mod/[^/]*" <<<"$deps" || true)
     [ -n "$pkg" ] || continue
     d="$tmp/dep"
     rm -rf "$d"; mkdir -p "$d"
     cp "$src/go.mod" "$src/go.sum" "$d/"
     sed -i 's|^module .*|module depcost|' "$d/go.mod"
     printf 'package main\n\nimport _ "%s"\n\nfunc main() {}\n' "$pkg" >"$d/main.go"
-    read -r cpu _ < <(cold_build "$d" . "$d/bin")
-    printf "%-40s %12s %10s\n" "$pkg" "$cpu" "$(size_mb "$d/bin")"
+    if ! out=$(cold_build "$d" . "$d/bin") || [ ! -f "$d/bin" ]; then
+      printf "%-40s %12s\n" "$pkg" "build failed"
+      continue
+    fi
+    printf "%-40s %12s %10s\n" "$pkg" "${out%% *}" "$(size_mb "$d/bin")"
   done
 fi
 
-echo
-echo "start-up ($runs runs each, interleaved; ratio to hello-world):"
-(cd "$repo" && go run ./bench/cold/startup -n "$runs" "${startup[@]}")
