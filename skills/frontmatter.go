@@ -195,11 +195,6 @@ func slowFrontmatter(path, src string, lines map[string]int, diags *workspace.Di
 		var ye *yamlsafe.Error
 		if errors.As(err, &ye) {
 			line, msg = ye.Line, ye.Msg
-			if parserError(msg) {
-				// yaml.v3 gives a parser error (as opposed to a scanner
-				// error) the 0-based line of its context: one too few.
-				line++
-			}
 		}
 		diags.Add(workspace.Error, path, max(line+1, 1), "skill.frontmatter", "frontmatter: %s", msg)
 		return nil, err
@@ -249,13 +244,6 @@ var (
 	decodeLine = regexp.MustCompile(`^line (\d+): (.*)$`)
 	atLine     = regexp.MustCompile(`at line \d+`)
 )
-
-// parserError reports whether msg is one of yaml.v3's parser errors, whose
-// line it reports 0-based.
-func parserError(msg string) bool {
-	return strings.HasPrefix(msg, "did not find expected") || strings.HasPrefix(msg, "found undefined tag handle") ||
-		strings.HasPrefix(msg, "found duplicate") || strings.HasPrefix(msg, "found incompatible")
-}
 
 // parseYAML parses src, capped and linear (see package yamlsafe).
 func parseYAML(src string) (*yaml.Node, error) {
