@@ -181,14 +181,14 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 	if rd.counter == nil {
 		return Result{}, errors.New("md: a budget needs a token counter")
 	}
+	if rd.cache != nil {
+		defer rd.cache.sweep()
+	}
 	return rd.solve(n)
 }
 
 func (rd *Renderer) pass(n Node, p *plan) (string, []rec, error) {
-	r := renderer{plan: p, counter: rd.counter, record: true}
-	if p == nil {
-		r.cache = rd.cache
-	}
+	r := renderer{plan: p, counter: rd.counter, record: true, cache: rd.cache}
 	buf := getBuf()
 	defer putBuf(buf)
 	*buf = r.renderNode((*buf)[:0], n)
@@ -605,6 +605,19 @@ type plan struct {
 	// need maps a dropped scope to the size the prompt would have with it
 	// kept, for those the search rendered; nil when there was no fill.
 	need map[int]int
+	// prioBefore[i] counts the prioritised scopes before scope i.
+	prioBefore []int
+}
+
+// static reports whether the text of kept scope idx cannot depend on the
+// plan: no prioritised scope inside it, and no cut asked of it.
+func (p *plan) static(idx int) bool {
+	end := idx + p.scopes[idx].size + 1
+	if p.prioBefore[end]-p.prioBefore[idx+1] > 0 {
+		return false
+	}
+	_, cut := p.trunc[idx]
+	return !cut
 }
 
 // last returns the last scope the current cut drops directly, or -1.
@@ -627,6 +640,13 @@ func newPlan(n Node) *plan {
 	p := &plan{index: map[*Scope]int{}, cutAt: -1, truncated: -1, addBack: -1}
 	p.walk(n, -1)
 	p.drop = make([]bool, len(p.scopes))
+	p.prioBefore = make([]int, len(p.scopes)+1)
+	for i, si := range p.scopes {
+		p.prioBefore[i+1] = p.prioBefore[i]
+		if si.s.Prioritized {
+			p.prioBefore[i+1]++
+		}
+	}
 	for i, si := range p.scopes {
 		if si.s.Prioritized {
 			p.order = append(p.order, i)

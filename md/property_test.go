@@ -162,3 +162,28 @@ func TestCacheGivesTheSameRender(t *testing.T) {
 		}
 	}
 }
+
+// Budgeted renders that reuse cached scopes give the same text and report
+// as ones that render every pass in full.
+func TestCacheGivesTheSameBudgetedRender(t *testing.T) {
+	c := words{}
+	cache := md.NewCache()
+	for seed := range uint64(1500) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		tree := md.Doc(randomTree(rng), md.Named("fixed", md.Text("a b c"), md.Named("inner", md.Text("d e"))))
+		full := c.Count(md.String(tree))
+		for range 3 {
+			budget := 1 + rng.IntN(full+3)
+			want, err1 := md.NewRenderer(md.WithCounter(c), md.WithBudget(budget)).Render(tree)
+			got, err2 := md.NewRenderer(md.WithCounter(c), md.WithBudget(budget), md.WithCache(cache)).Render(tree)
+			if (err1 == nil) != (err2 == nil) || got.Text != want.Text {
+				t.Fatalf("seed %d budget %d: text differs\n%q\n%q", seed, budget, got.Text, want.Text)
+			}
+			if !reflect.DeepEqual(got.Report, want.Report) {
+				t.Fatalf("seed %d budget %d: report differs\n%+v\n%+v", seed, budget, got.Report, want.Report)
+			}
+		}
+		// and an unbudgeted render in between fills the cache too
+		md.NewRenderer(md.WithCounter(c), md.WithCache(cache)).Render(tree)
+	}
+}

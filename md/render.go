@@ -569,11 +569,27 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		}
 	}
 	var ck cacheKey
-	useCache := r.cache != nil && r.plan == nil && r.offPlan == 0 && r.record
+	// Without a plan every scope may come from the cache; with one, only a
+	// kept scope with no prioritised scope inside it and nothing to cut,
+	// whose text the plan cannot change. Its records then take their plan
+	// indexes in order, as a render would give them.
+	useCache := r.cache != nil && r.offPlan == 0 && r.record &&
+		(r.plan == nil || (idx >= 0 && r.plan.static(idx)))
 	if useCache {
 		ck = cacheKey{s: s, sep: r.sep, inXML: r.inXML, depth: r.depth}
-		if c := r.cache.get(ck); c != nil {
+		if c := r.cache.get(ck); c != nil && (r.plan == nil || len(c.recs) == r.plan.scopes[idx].size+1) {
+			at := len(r.recs)
 			r.recs = append(r.recs, c.recs...)
+			for j := at; j < len(r.recs); j++ {
+				if r.plan == nil {
+					r.recs[j].idx = -1
+				} else {
+					r.recs[j].idx = idx + j - at
+				}
+			}
+			if r.plan != nil {
+				r.next = idx + r.plan.scopes[idx].size + 1
+			}
 			r.kept += c.kept
 			return append(buf, c.text...)
 		}

@@ -291,7 +291,8 @@ func (st *state) rendererOptions() []md.Option {
 	}
 	if st.budget > 0 {
 		opts = append(opts, md.WithBudget(st.budget))
-	} else if st.rendered != nil {
+	}
+	if st.rendered != nil {
 		opts = append(opts, md.WithCache(st.rendered))
 	}
 	return opts
