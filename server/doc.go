@@ -53,6 +53,12 @@
 // have finished, with a context bounded by [Options.DrainTimeout]. Drainers
 // run in the order they were added.
 //
+// A mounted front end that runs turns or needs the model uses the
+// workspace's shared [Engine] ([Workspace.Engine]): the configured model
+// client, the extraction worker (drained at shutdown), the memory store and
+// the open sessions. [Workspace.Skills] gives the skill set, reused while no
+// file changed. Package gateway is mounted this way by `loom serve`.
+//
 // Helpers for mounted handlers: [WriteJSON] encodes a value the way every
 // route does, [WriteProblem] writes a problem response, [DecodeJSON] decodes
 // a bounded request body and names the offending field on error, and

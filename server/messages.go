@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/loomctx/loom/config"
@@ -87,23 +88,32 @@ func (s SkillExpander) Expand(text string) (string, []messages.Expansion, error)
 }
 
 // Counter returns the counter a turn's prefix is counted with: the
-// request's encoding or model, else loom.yaml's, else the default.
+// request's encoding or model, else loom.yaml's, else the default. Counters
+// are shared per encoding and remember the counts of the last long texts
+// (see [MemoCounter]), so a prompt counted once is not counted again.
 func Counter(cfg *config.Config, encoding, model string) tokens.Counter {
 	if encoding != "" || model != "" {
 		cfg = &config.Config{Encoding: encoding, Model: model}
 	}
+	var c tokens.Counter
 	switch {
 	case cfg != nil && cfg.Encoding != "":
-		if c, err := tokens.Get(cfg.Encoding); err == nil {
-			return c
-		}
+		c, _ = tokens.Get(cfg.Encoding)
 	case cfg != nil && cfg.Model != "":
-		c, _ := tokens.ForModel(cfg.Model)
-		return c
+		c, _ = tokens.ForModel(cfg.Model)
 	}
-	c, _ := tokens.Get(tokens.Default)
-	return c
+	if c == nil {
+		c, _ = tokens.Get(tokens.Default)
+	}
+	name := tokens.NameOf(c)
+	if m, ok := memoCounters.Load(name); ok {
+		return m.(tokens.Counter)
+	}
+	m, _ := memoCounters.LoadOrStore(name, MemoCounter(c))
+	return m.(tokens.Counter)
 }
+
+var memoCounters sync.Map // encoding name → memo counter
 
 func (s *Server) buildMessages(r *http.Request, ws *Workspace) (any, error) {
 	var q MessagesRequest

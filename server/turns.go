@@ -103,8 +103,7 @@ func (ws *Workspace) Engine() (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	counter, _ := tokens.ForModel(lc.Model)
-	counter = MemoCounter(counter)
+	counter := Counter(nil, "", lc.Model)
 	e = &Engine{Config: cfg, LLM: lc, Client: client, Store: store, Counter: counter, Location: time.UTC,
 		Placement: messages.Placement(cfg.Runtime.Placement), ConsolidateThreshold: -1, sessions: map[string]*session.Session{}}
 	if cfg.Timezone != "" {

@@ -139,14 +139,21 @@ func run(loom, ws string, conc int, dur time.Duration) error {
 	fmt.Printf("workspace %s, %d clients, %s per phase, streamed reply of 2 KiB of text, %d bytes on the wire\n\n", ws, conc, dur, len(reply))
 	fmt.Printf("%-8s %9s %7s | %-26s | %-26s\n", "", "", "", "time to first byte, ms", "whole response, ms")
 	fmt.Printf("%-8s %9s %7s | %8s %8s %8s | %8s %8s %8s\n", "target", "req/s", "errors", "p50", "p99", "max", "p50", "p99", "max")
-	direct := load("http://"+upAddr+"/v1/chat/completions", body, nil, conc, dur)
-	direct.print("direct")
-	via := load("http://"+addr+"/v1/chat/completions", body, map[string]string{"X-Loom-Session": "bench"}, conc, dur)
-	via.print("loom")
-	fmt.Printf("%-8s %9s %7s | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f\n", "added", "", "",
-		ms(via.p(via.ttfb, .5)-direct.p(direct.ttfb, .5)), ms(via.p(via.ttfb, .99)-direct.p(direct.ttfb, .99)), ms(via.p(via.ttfb, 1)-direct.p(direct.ttfb, 1)),
-		ms(via.p(via.total, .5)-direct.p(direct.total, .5)), ms(via.p(via.total, .99)-direct.p(direct.total, .99)), ms(via.p(via.total, 1)-direct.p(direct.total, 1)))
-	fmt.Printf("\nthroughput through loom / direct: %.2f\n", via.rps/direct.rps)
+	var lastDirect, lastVia *result
+	for _, c := range []int{1, conc} {
+		// One client shows what loom adds to a request on an idle
+		// server; conc clients, what it adds under load (queueing
+		// included, on a machine the load generator shares).
+		direct := load("http://"+upAddr+"/v1/chat/completions", body, nil, c, dur)
+		direct.print(fmt.Sprintf("direct/%d", c))
+		via := load("http://"+addr+"/v1/chat/completions", body, map[string]string{"X-Loom-Session": "bench"}, c, dur)
+		via.print(fmt.Sprintf("loom/%d", c))
+		fmt.Printf("%-8s %9s %7s | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f\n", "added", "", "",
+			ms(via.p(via.ttfb, .5)-direct.p(direct.ttfb, .5)), ms(via.p(via.ttfb, .99)-direct.p(direct.ttfb, .99)), ms(via.p(via.ttfb, 1)-direct.p(direct.ttfb, 1)),
+			ms(via.p(via.total, .5)-direct.p(direct.total, .5)), ms(via.p(via.total, .99)-direct.p(direct.total, .99)), ms(via.p(via.total, 1)-direct.p(direct.total, 1)))
+		lastDirect, lastVia = direct, via
+	}
+	fmt.Printf("\nthroughput through loom / direct at %d clients: %.2f\n", conc, lastVia.rps/lastDirect.rps)
 	return nil
 }
 
