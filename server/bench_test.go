@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -68,4 +70,29 @@ func BenchmarkMessages200(b *testing.B) {
 	}
 	body, _ := json.Marshal(map[string]any{"message": "And now?", "history": h, "channel": "slack", "user": "u1", "now": "2026-01-02T03:04:05Z"})
 	benchRoute(b, "/v1/workspaces/default/messages", body)
+}
+
+// BenchmarkRenderFloor is the floor for BenchmarkRender: a bare handler
+// writing the same response bytes, through the same recorder.
+func BenchmarkRenderFloor(b *testing.B) {
+	s, err := server.New(server.Options{Dir: benchWorkspace(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	req := httptest.NewRequest("POST", "/v1/workspaces/default/render", bytes.NewReader([]byte(`{"channel":"slack","user":"u1"}`)))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	body := rec.Body.Bytes()
+	h := func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest("POST", "/v1/workspaces/default/render", bytes.NewReader([]byte(`{"channel":"slack","user":"u1"}`)))
+		h(httptest.NewRecorder(), req)
+	}
 }
