@@ -161,11 +161,14 @@ type OverridesConfig struct {
 // LLMConfig configures the model used for memory extraction and
 // consolidation.
 type LLMConfig struct {
-	Provider      string              `yaml:"provider"` // "openai" or "anthropic"
-	BaseURL       string              `yaml:"base_url"`
-	Model         string              `yaml:"model"`
-	APIKeyEnv     string              `yaml:"api_key_env"` // name of the variable holding the key
-	Timeout       Duration            `yaml:"timeout"`
+	Provider  string   `yaml:"provider"` // "openai" or "anthropic"
+	BaseURL   string   `yaml:"base_url"`
+	Model     string   `yaml:"model"`
+	APIKeyEnv string   `yaml:"api_key_env"` // name of the variable holding the key
+	Timeout   Duration `yaml:"timeout"`
+	// MaxReplyBytes bounds a reply's text and tool arguments while it
+	// streams; 0 is the llm package's default (1 MiB).
+	MaxReplyBytes int64               `yaml:"max_reply_bytes"`
 	Extraction    ExtractionConfig    `yaml:"extraction"`
 	Consolidation ConsolidationConfig `yaml:"consolidation"`
 }
@@ -465,6 +468,7 @@ func (c *Config) validate() error {
 		fail("llm.timeout", "must be longer than 0s")
 	}
 	positive("llm.consolidation.threshold_tokens", int64(c.LLM.Consolidation.ThresholdTokens))
+	positive("llm.max_reply_bytes", c.LLM.MaxReplyBytes)
 	return err
 }
 

@@ -30,6 +30,10 @@ const (
 	EnvAllowedEndpoints = "LOOM_ALLOWED_ENDPOINTS"
 )
 
+// MaxWorkspaceReplyBytes is the largest reply bound loom.yaml may set;
+// the operator's LOOM_LLM_MAX_REPLY_BYTES may set any.
+const MaxWorkspaceReplyBytes = 64 << 20
+
 // ErrSecretRefused means loom would not read a secret, or would not send
 // it where the workspace asked, because the operator did not allow it.
 var ErrSecretRefused = errors.New("secret refused")
@@ -57,7 +61,7 @@ func Resolve(l config.LLMConfig, env Env) (Config, error) {
 		v, _ := env(key)
 		return strings.TrimSpace(v)
 	}
-	c := Config{Provider: l.Provider, BaseURL: l.BaseURL, Model: l.Model, Timeout: l.Timeout.Std()}
+	c := Config{Provider: l.Provider, BaseURL: l.BaseURL, Model: l.Model, Timeout: l.Timeout.Std(), MaxReplyBytes: l.MaxReplyBytes}
 	for _, f := range []struct {
 		dst *string
 		key string
@@ -65,6 +69,12 @@ func Resolve(l config.LLMConfig, env Env) (Config, error) {
 		if v := get(f.key); v != "" {
 			*f.dst = v
 		}
+	}
+	if c.MaxReplyBytes > MaxWorkspaceReplyBytes {
+		// The bound is what keeps memory in check against a hostile
+		// endpoint, and the workspace may name that endpoint.
+		return Config{}, fmt.Errorf("loom.yaml: llm.max_reply_bytes %d is over the %d a workspace may set; %s can set more",
+			c.MaxReplyBytes, MaxWorkspaceReplyBytes, EnvMaxReplyBytes)
 	}
 	if v := get(EnvMaxReplyBytes); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)

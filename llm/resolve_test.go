@@ -131,6 +131,18 @@ func TestResolveEnvAndEnabled(t *testing.T) {
 	if !llm.Enabled(nil, cfg) || llm.Enabled(&off, cfg) {
 		t.Error("an endpoint from the environment does not enable memory, or enabled: false is ignored")
 	}
+	if cfg, err := llm.Resolve(section(t, "llm:\n  model: m\n  max_reply_bytes: 4096\n"), env()); err != nil || cfg.MaxReplyBytes != 4096 {
+		t.Errorf("loom.yaml max_reply_bytes: %v %+v", err, cfg)
+	}
+	if _, err := config.Parse("loom.yaml", []byte("llm:\n  max_reply_bytes: -1\n")); err == nil || !strings.Contains(err.Error(), "max_reply_bytes") {
+		t.Errorf("a negative max_reply_bytes: %v", err)
+	}
+	if _, err := llm.Resolve(section(t, "llm:\n  model: m\n  max_reply_bytes: 1000000000\n"), env()); err == nil {
+		t.Error("a workspace set a 1 GB reply bound")
+	}
+	if cfg, err := llm.Resolve(section(t, "llm:\n  model: m\n"), env(llm.EnvMaxReplyBytes, "1000000000")); err != nil || cfg.MaxReplyBytes != 1e9 {
+		t.Errorf("the operator's bound: %v %+v", err, cfg)
+	}
 	empty, _ := llm.Resolve(config.LLMConfig{}, env())
 	if llm.Enabled(nil, empty) {
 		t.Error("no endpoint, yet enabled")

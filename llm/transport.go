@@ -135,7 +135,7 @@ func (t *transport) readJSON(resp *http.Response, v any) error {
 }
 
 func (t *transport) tooLarge() error {
-	return fmt.Errorf("llm: %s: %w (the limit is %d bytes; raise max_reply_bytes, or %s, to allow more)",
+	return fmt.Errorf("llm: %s: %w (the limit is %d bytes; raise llm.max_reply_bytes in loom.yaml, or %s, to allow more)",
 		t.endpoint, ErrReplyTooLarge, t.cfg.MaxReplyBytes, EnvMaxReplyBytes)
 }
 
