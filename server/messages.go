@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -209,9 +210,11 @@ func (s *Server) buildMessages(r *http.Request, ws *Workspace) (any, error) {
 	out := MessagesResponse{Format: q.Format, Report: built.Report, Render: res.Report}
 	switch q.Format {
 	case "openai":
-		if out.Messages, err = built.OpenAI(); err != nil {
+		wire, err := built.OpenAI()
+		if err != nil {
 			return nil, buildProblem(err)
 		}
+		return encodeOpenAI(wire, &out)
 	case "anthropic":
 		if out.Messages, err = built.Anthropic(q.CacheHistory, q.CacheTTL); err != nil {
 			return nil, buildProblem(err)
@@ -220,6 +223,38 @@ func (s *Server) buildMessages(r *http.Request, ws *Workspace) (any, error) {
 		out.Messages = built.Messages
 	}
 	return out, nil
+}
+
+// encodeOpenAI writes the response by hand: each message's own encoding
+// joined as it is, without encoding/json compacting every message's output
+// again (a long system prompt made that most of the route's cost).
+func encodeOpenAI(wire []messages.OpenAIMessage, out *MessagesResponse) (rawJSON, error) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"format":"openai","messages":[`)
+	for i, m := range wire {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		b, err := m.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(b)
+	}
+	report, err := marshal(out.Report)
+	if err != nil {
+		return nil, err
+	}
+	render, err := marshal(out.Render)
+	if err != nil {
+		return nil, err
+	}
+	buf.WriteString(`],"report":`)
+	buf.Write(bytes.TrimSuffix(report, []byte("\n")))
+	buf.WriteString(`,"render":`)
+	buf.Write(bytes.TrimSuffix(render, []byte("\n")))
+	buf.WriteString("}\n")
+	return rawJSON(buf.Bytes()), nil
 }
 
 // DecodeHistory decodes messages one by one, so an error names the

@@ -26,6 +26,9 @@ func (s *Server) api(h func(r *http.Request, ws *Workspace) (any, error)) Worksp
 // created is a value sent with 201 Created.
 type created struct{ v any }
 
+// rawJSON is a body already encoded, sent with 200.
+type rawJSON []byte
+
 // noContent is sent as 204 No Content.
 type noContent struct{}
 
@@ -40,6 +43,8 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, v any, err error)
 	switch v := v.(type) {
 	case noContent:
 		w.WriteHeader(http.StatusNoContent)
+	case rawJSON:
+		writeBody(w, http.StatusOK, v)
 	case created:
 		WriteJSON(w, http.StatusCreated, v.v)
 	default:
