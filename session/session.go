@@ -394,17 +394,38 @@ func (s *Session) New(ctx context.Context) error {
 	defer unlock()
 	s.bgWG.Wait()
 	if s.cons == nil {
-		st, err := s.store.Load(ctx, s.opts.Key)
-		if err != nil {
-			return err
-		}
-		return s.store.Trim(ctx, s.opts.Key, len(st.Messages))
+		return s.archiveRawAndTrim(ctx)
 	}
 	_, err = Consolidate(ctx, s.store, s.opts.Key, s.cons, s.files, ConsolidateOptions{All: true, Trim: true, LockWait: s.opts.LockWait})
 	if err != nil {
 		return fmt.Errorf("archiving failed, session kept: %w", err)
 	}
 	return nil
+}
+
+// archiveRawAndTrim is /new with no model consolidation: the turns not yet
+// consolidated go to HISTORY.md as they are, under the memory files' lock,
+// and only once that append succeeded is the session trimmed, so /new never
+// loses a conversation.
+func (s *Session) archiveRawAndTrim(ctx context.Context) error {
+	files := consolidate.Files(consolidate.WorkspaceFiles{WS: s.opts.Workspace})
+	unlock, err := files.Lock(ctx, s.opts.LockWait)
+	if err != nil {
+		return fmt.Errorf("archiving failed, session kept: memory files: %w", err)
+	}
+	defer unlock()
+	st, err := s.store.Load(ctx, s.opts.Key)
+	if err != nil {
+		return err
+	}
+	if rest := st.Messages[st.LastConsolidated:]; len(rest) > 0 {
+		entry := fmt.Sprintf("[%s] [RAW] %d messages (/new, no consolidation)\n%s",
+			s.opts.Now().Format("2006-01-02 15:04"), len(rest), consolidate.Transcript(rest))
+		if err := files.AppendHistory(entry); err != nil {
+			return fmt.Errorf("archiving failed, session kept: %w", err)
+		}
+	}
+	return s.store.Trim(context.WithoutCancel(ctx), s.opts.Key, len(st.Messages))
 }
 
 // Close waits for a running consolidation within ctx (or

@@ -362,3 +362,44 @@ func TestTurnHoldsTheStoresTurnLock(t *testing.T) {
 		t.Errorf("turn lock: %d calls, %d held, peak %d", st.calls, st.held, st.peaks)
 	}
 }
+
+// With no model consolidation, /new must still keep the conversation: the
+// raw turns go to HISTORY.md before the session is emptied (issue 12, item 12).
+func TestNewWithoutConsolidationArchivesRaw(t *testing.T) {
+	client := &stubClient{reply: "Noted, you like green tea."}
+	ws := newWorkspace(t)
+	s := open(t, ws, client, "cli_ana")
+	if _, err := s.Turn(context.Background(), session.TurnInput{Text: "I like green tea"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.New(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := os.ReadFile(filepath.Join(ws.Root(), "memory", "HISTORY.md"))
+	if err != nil {
+		t.Fatalf("/new wrote no HISTORY.md: %v", err)
+	}
+	for _, want := range []string{"[2026-03-01 10:00] [RAW] 2 messages", "USER: I like green tea", "ASSISTANT: Noted, you like green tea."} {
+		if !strings.Contains(string(hist), want) {
+			t.Errorf("HISTORY.md lacks %q:\n%s", want, hist)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(ws.Root(), ".loom/sessions/cli_ana.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := messages.ReadSession(bytes.NewReader(data), "s", messages.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Messages) != 0 {
+		t.Errorf("session after /new keeps %d messages", len(h.Messages))
+	}
+	// A second /new on an empty session archives nothing more.
+	if err := s.New(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(filepath.Join(ws.Root(), "memory", "HISTORY.md")); string(again) != string(hist) {
+		t.Errorf("empty /new changed HISTORY.md:\n%s", again)
+	}
+}
