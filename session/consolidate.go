@@ -37,6 +37,8 @@ type Report struct {
 	// SessionSaved tells whether the moved pointer (or the trim) was
 	// written back.
 	SessionSaved bool `json:"session_saved"`
+	// DryRun marks a report of what would happen: nothing was written.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 var errLockBusy = filelock.ErrBusy
@@ -67,6 +69,7 @@ func Consolidate(ctx context.Context, store Store, key string, c *consolidate.Co
 		PointerFrom: last, PointerTo: last, Outcomes: []consolidate.Outcome{},
 	}
 	if opts.DryRun {
+		rep.DryRun = true
 		if opts.All {
 			rep.PointerTo = len(st.Messages)
 		} else if end, ok := c.Plan(st.Messages, last); ok {

@@ -108,6 +108,14 @@ func consolidateRun(ctx context.Context, opts *ConsolidateOptions) error {
 	if err != nil {
 		return fmt.Errorf("consolidation failed: %w", err)
 	}
+	if rep.DryRun {
+		if rep.PointerTo > rep.PointerFrom {
+			fmt.Fprintf(opts.IO.ErrOut, "dry run: would consolidate messages %d-%d; nothing was written\n", rep.PointerFrom, rep.PointerTo)
+		} else {
+			fmt.Fprintf(opts.IO.ErrOut, "dry run: nothing is due for consolidation; nothing was written\n")
+		}
+		return nil
+	}
 	var raw []string
 	for _, o := range rep.Outcomes {
 		if o.Archived {

@@ -131,3 +131,29 @@ func TestConsolidateWaitsForTheLock(t *testing.T) {
 		t.Error("the model was called without the lock")
 	}
 }
+
+// A dry run must read differently from a real one (issue 12 item 11): the
+// report says dry_run, stderr says nothing was written, and nothing is.
+func TestConsolidateDryRunSaysSo(t *testing.T) {
+	dir, history := consolidateFixture(t)
+	before, _ := os.ReadFile(history)
+	io, _, out, errOut := cmdutil.Test()
+	if err := consolidateRun(context.Background(), &ConsolidateOptions{IO: io, Dir: dir, History: history, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		DryRun bool `json:"dry_run"`
+	}
+	if json.Unmarshal(out.Bytes(), &rep) != nil || !rep.DryRun {
+		t.Errorf("report lacks dry_run: %s", out)
+	}
+	if !strings.HasPrefix(errOut.String(), "dry run: ") || !strings.Contains(errOut.String(), "nothing was written") {
+		t.Errorf("stderr = %q", errOut)
+	}
+	if after, _ := os.ReadFile(history); string(after) != string(before) {
+		t.Error("dry run changed the history file")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "memory/HISTORY.md")); err == nil {
+		t.Error("dry run wrote HISTORY.md")
+	}
+}
