@@ -411,3 +411,42 @@ func TestCacheBreakHeader(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// An upstream that redirects must not get the operator's key sent on to the
+// redirect's target, even on the same host (another port is another
+// service).
+func TestRedirectIsNotFollowed(t *testing.T) {
+	e := setup(t, "")
+	var leaked = make(chan string, 1)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case leaked <- r.Header.Get("Authorization"):
+		default:
+		}
+		w.WriteHeader(500)
+	}))
+	defer other.Close()
+	e.up.setReply(func(w http.ResponseWriter, body map[string]any) {
+		w.Header().Set("Location", other.URL+"/v1/chat/completions")
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	})
+	data, _ := json.Marshal(map[string]any{"model": "fake-model", "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	req, _ := http.NewRequest("POST", e.base+"/v1/chat/completions", bytes.NewReader(data))
+	req.Header.Set("Content-Type", "application/json")
+	// This client does not follow redirects either, so anything reaching
+	// the other server came from the gateway.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, res)
+	select {
+	case auth := <-leaked:
+		t.Fatalf("the gateway followed the redirect (Authorization %q reached the other server)", auth)
+	default:
+	}
+	if strings.Contains(body, "sk-upstream-secret") || res.StatusCode < 300 {
+		t.Errorf("redirect answer: %d %s", res.StatusCode, body)
+	}
+}

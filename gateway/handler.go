@@ -83,7 +83,9 @@ func Mount(s *server.Server, opts Options) *Gateway {
 	if hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 512, 256
-		hc = &http.Client{Transport: tr}
+		// A redirect is answered, never followed: following it would send
+		// the operator's key to wherever the upstream points.
+		hc = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	g := &Gateway{s: s, log: s.Logger(), hc: hc, opts: opts, reports: map[string]*LastReport{}, locks: map[string]*sync.Mutex{}}
 	s.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
