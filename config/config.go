@@ -482,23 +482,6 @@ func (m MemoryConfig) ExcludesCurrentChat() bool {
 	return m.ExcludeCurrentChat == nil || *m.ExcludeCurrentChat
 }
 
-// ExtractionEnabled reports whether memories are extracted after a turn:
-// as configured, or, when unset, whenever a provider is configured.
-func (l LLMConfig) ExtractionEnabled() bool {
-	if l.Extraction.Enabled != nil {
-		return *l.Extraction.Enabled
-	}
-	return l.Provider != ""
-}
-
-// ConsolidationEnabled is ExtractionEnabled for consolidation.
-func (l LLMConfig) ConsolidationEnabled() bool {
-	if l.Consolidation.Enabled != nil {
-		return *l.Consolidation.Enabled
-	}
-	return l.Provider != ""
-}
-
 func indexKey(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" }
 
 func sortedKeys(m map[string]int) []string {

@@ -100,7 +100,7 @@ func assertDefaults(t *testing.T, c *Config) {
 		c.LLM.Timeout.Std() != time.Minute || c.Runtime.Placement != "after" || c.Budget.Total != 0 {
 		t.Errorf("defaults not kept: %+v", c)
 	}
-	if c.Skills.UsesAbsolutePaths() || !c.Memory.ExcludesCurrentChat() || c.LLM.ExtractionEnabled() || c.LLM.ConsolidationEnabled() {
+	if c.Skills.UsesAbsolutePaths() || !c.Memory.ExcludesCurrentChat() || c.LLM.Extraction.Enabled != nil || c.LLM.Consolidation.Enabled != nil {
 		t.Errorf("unset booleans do not give their defaults")
 	}
 }
@@ -110,11 +110,13 @@ func TestConfigUnsetDiffersFromFalse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.LLM.ExtractionEnabled() {
+	// Whether an unset setting turns on is llm.Enabled's call (it also
+	// counts an endpoint from LOOM_LLM_*); here only unset vs false matters.
+	if e := c.LLM.Extraction.Enabled; e == nil || *e {
 		t.Error("extraction.enabled: false is ignored")
 	}
-	if !c.LLM.ConsolidationEnabled() {
-		t.Error("consolidation with a provider and no setting should be on")
+	if c.LLM.Consolidation.Enabled != nil {
+		t.Error("consolidation.enabled was not set but reads as set")
 	}
 	if c.Memory.ExcludesCurrentChat() {
 		t.Error("exclude_current_chat: false is ignored")
