@@ -44,24 +44,29 @@ var templateFS embed.FS
 //go:embed assets
 var assetFS embed.FS
 
-var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
-	"markdown": markdownHTML,
-	"pct":      func(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) },
-	"prio": func(p *int) string {
-		if p == nil {
-			return "—"
-		}
-		return strconv.Itoa(*p)
-	},
-	"join": strings.Join,
-	"budgetPct": func(tokens, budget int) float64 {
-		if budget <= 0 {
-			return 0
-		}
-		return min(100, float64(tokens)*100/float64(budget))
-	},
-	"ts": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
-}).ParseFS(templateFS, "templates/*.html"))
+// pageTemplates parses the page templates on first use, not at start-up:
+// every loom command links this package, and `loom --version` should not
+// pay for parsing a page it never serves.
+var pageTemplates = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"markdown": markdownHTML,
+		"pct":      func(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) },
+		"prio": func(p *int) string {
+			if p == nil {
+				return "—"
+			}
+			return strconv.Itoa(*p)
+		},
+		"join": strings.Join,
+		"budgetPct": func(tokens, budget int) float64 {
+			if budget <= 0 {
+				return 0
+			}
+			return min(100, float64(tokens)*100/float64(budget))
+		},
+		"ts": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
+	}).ParseFS(templateFS, "templates/*.html"))
+})
 
 // Mount serves the inspector on s: the page at /inspect/{ws}/ (and
 // /inspect/ for the workspace named "default"), with its fragments, its
@@ -269,7 +274,7 @@ func (in *Inspector) render(w http.ResponseWriter, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:")
-	if err := tmpl.ExecuteTemplate(w, name, data); err != nil {
+	if err := pageTemplates().ExecuteTemplate(w, name, data); err != nil {
 		fmt.Fprintf(w, `<p class="error">template: %s</p>`, template.HTMLEscapeString(err.Error()))
 	}
 }
