@@ -397,19 +397,24 @@ func (s *SQLite) supersedeErr(ctx context.Context, tx *sql.Tx, id, user string) 
 	return &userError{SupersedeReason(id, by, forgotten, owner, user)}
 }
 
+// ErrCannotSupersede is wrapped by the refusals of a supersede whose target
+// exists but is already superseded or forgotten: the caller's input, not a
+// fault of the store.
+var ErrCannotSupersede = errors.New("memory cannot be superseded")
+
 // SupersedeReason words why a stored memory (superseded by supersededBy,
 // forgotten, of owner's scope) could not be superseded by a memory of
 // user's scope. Stores share it so their errors read the same.
 func SupersedeReason(id, supersededBy string, forgotten bool, owner, user string) error {
 	switch {
 	case supersededBy != "":
-		return fmt.Errorf("supersedes %q: already superseded by %q", id, supersededBy)
+		return fmt.Errorf("supersedes %q: already superseded by %q: %w", id, supersededBy, ErrCannotSupersede)
 	case forgotten:
-		return fmt.Errorf("supersedes %q: memory was forgotten", id)
+		return fmt.Errorf("supersedes %q: memory was forgotten: %w", id, ErrCannotSupersede)
 	case owner != user:
 		return &ScopeError{ID: id, OwnerUser: owner, ByUser: user}
 	}
-	return fmt.Errorf("supersedes %q: not updated", id)
+	return fmt.Errorf("supersedes %q: not updated: %w", id, ErrCannotSupersede)
 }
 
 // userError is a refusal about the caller's input found inside a

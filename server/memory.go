@@ -78,6 +78,8 @@ func memoryProblem(err error, field string) error {
 		return FieldErrorf("category", "%v", err)
 	case errors.Is(err, memory.ErrEmptyContent), errors.As(err, &long):
 		return FieldErrorf("content", "%v", err)
+	case errors.Is(err, memory.ErrCannotSupersede), errors.Is(err, memory.ErrScope), errors.Is(err, memory.ErrCycle):
+		return FieldErrorf("supersedes", "%v", err)
 	case errors.Is(err, memory.ErrNotFound):
 		if field != "" {
 			return FieldErrorf(field, "%v", err)

@@ -52,9 +52,10 @@ func fastFrontmatter(src string, lines map[string]int) map[string]any {
 }
 
 // plainKey accepts a key of letters, digits, "_" and "-" that YAML reads as
-// that same string.
+// that same string. YAML allows an implicit key of at most 1024 characters;
+// a longer one is left to the parser, which refuses it.
 func plainKey(k string) bool {
-	if k == "" || !isLetter(k[0]) {
+	if k == "" || len(k) > 1024 || !isLetter(k[0]) {
 		return false
 	}
 	for i := 1; i < len(k); i++ {
