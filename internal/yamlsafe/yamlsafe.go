@@ -148,15 +148,37 @@ func convert(err error, data []byte) error {
 // brackets that can open a flow collection, so a bracket inside a plain
 // scalar (`note: a[1]`) is not counted; a rare miscount can only refuse a
 // file whose text nests brackets max deep, never let a deep one through.
+//
+// Outside any flow collection, a token that starts with no indicator is a
+// plain scalar running to ": ", " #" or the end of the line, and brackets
+// in it are text (`note: A [[[`); a plain scalar cannot open a collection,
+// so skipping them lets nothing deep through.
 func tooDeep(data []byte, max int) int {
 	depth, line := 0, 1
 	boundary := true // at the start of a token: line start, after space , [ { :
+	plain := false   // inside a block-context plain scalar
 	for i := 0; i < len(data); i++ {
 		c := data[i]
+		if plain && c != '\n' {
+			next := byte('\n')
+			if i+1 < len(data) {
+				next = data[i+1]
+			}
+			switch {
+			case c == ':' && (next == ' ' || next == '\t' || next == '\n' || next == '\r'):
+				plain, boundary = false, true
+			case (c == ' ' || c == '\t') && next == '#':
+				plain, boundary = false, true
+			}
+			continue
+		}
 		switch {
 		case c == '\n':
 			line++
-			boundary = true
+			boundary, plain = true, false
+			continue
+		case depth == 0 && boundary && !strings.ContainsRune(" \t\r[]{}#\"'-?:,|>!&*%@`", rune(c)):
+			plain, boundary = true, false
 			continue
 		case c == '#' && boundary:
 			for i < len(data) && data[i] != '\n' {

@@ -68,6 +68,17 @@ func TestTooDeep(t *testing.T) {
 		{"a: [ '[[[[[[', [[[ ]]] ]", 0},
 		{"a: [ '[[[[[[', [[[[ ]]]] ]", 1},
 		{"a: [[[ # [[[[[[\n ]]]\n", 0},
+		// Brackets inside a block plain scalar are text, wherever it starts.
+		{"A: A   [[[[[[\n", 0},
+		{"- A [[[[[[\n", 0},
+		{"key [[[[[[: v\n", 0},
+		{"a: b # c [[[[[[\n", 0},
+		// ... but a plain scalar ends at ": ", and what follows can open flows.
+		{"a: b\nc: [[[[[\n", 2},
+		{"k: v: [[[[[\n", 1},
+		{"a:[[[[[\n", 0}, // one scalar: ":" opens a value only before a space
+		{"- [[[[[\n", 1},
+		{"!t [[[[[\n", 1},
 	} {
 		if got := tooDeep([]byte(tt.in), 4); got != tt.line {
 			t.Errorf("%q: line %d, want %d", tt.in, got, tt.line)
