@@ -18,37 +18,15 @@ import (
 	"github.com/loomctx/loom/internal/testenv"
 )
 
-var (
-	loomOnce sync.Once
-	loomBin  string
-	loomErr  string
-)
-
 // buildLoom builds the loom binary once per test process.
 func buildLoom(t testing.TB) string {
 	t.Helper()
-	loomOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "loom-inspector-")
-		if err != nil {
-			loomErr = err.Error()
-			return
-		}
-		loomBin = filepath.Join(dir, "loom")
-		if out, err := exec.Command("go", "build", "-o", loomBin, "github.com/loomctx/loom/cmd/loom").CombinedOutput(); err != nil {
-			loomErr = fmt.Sprintf("go build: %v\n%s", err, out)
-		}
-	})
-	if loomErr != "" {
-		t.Fatal(loomErr)
-	}
-	return loomBin
+	return testenv.LoomBinary(t)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if loomBin != "" {
-		os.RemoveAll(filepath.Dir(loomBin))
-	}
+	testenv.RemoveLoomBinary()
 	os.Exit(code)
 }
 

@@ -3,14 +3,12 @@ package mcpserver_test
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,39 +31,16 @@ func nodeModules(t *testing.T) (dir, node string) {
 	return dir, node
 }
 
-var (
-	loomOnce sync.Once
-	loomBin  string
-	loomErr  string
-)
-
 // buildLoom builds the loom binary once per test process; TestMain removes
 // it.
 func buildLoom(t *testing.T) string {
 	t.Helper()
-	loomOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "loom-mcp-e2e-")
-		if err != nil {
-			loomErr = err.Error()
-			return
-		}
-		loomBin = filepath.Join(dir, "loom")
-		out, err := exec.Command("go", "build", "-o", loomBin, "github.com/loomctx/loom/cmd/loom").CombinedOutput()
-		if err != nil {
-			loomErr = fmt.Sprintf("go build: %v\n%s", err, out)
-		}
-	})
-	if loomErr != "" {
-		t.Fatal(loomErr)
-	}
-	return loomBin
+	return testenv.LoomBinary(t)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if loomBin != "" {
-		os.RemoveAll(filepath.Dir(loomBin))
-	}
+	testenv.RemoveLoomBinary()
 	os.Exit(code)
 }
 

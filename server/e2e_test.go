@@ -20,34 +20,13 @@ import (
 	"github.com/loomctx/loom/internal/testenv"
 )
 
-var (
-	buildOnce sync.Once
-	loomBin   string
-	buildErr  error
-)
-
 // loomBinary builds cmd/loom once per test run.
 func loomBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the loom binary")
 	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "loom-e2e-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		loomBin = filepath.Join(dir, "loom")
-		out, err := exec.Command("go", "build", "-o", loomBin, "github.com/loomctx/loom/cmd/loom").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return loomBin
+	return testenv.LoomBinary(t)
 }
 
 // proc is a running `loom serve`.
@@ -254,4 +233,10 @@ func TestE2ENodeOpenAIClient(t *testing.T) {
 		t.Fatalf("user message the model got: %v", user)
 	}
 	p.stop(t)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.RemoveLoomBinary()
+	os.Exit(code)
 }
