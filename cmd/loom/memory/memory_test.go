@@ -230,7 +230,7 @@ func TestImportBenchFile(t *testing.T) {
 	}
 	script, _ := filepath.Abs("../../../../shared/bench/make-workspace")
 	if _, err := os.Stat(script); err != nil {
-		t.Skip("no bench generator:", err)
+		t.Skip("needs the benchmark generator ../shared/bench/make-workspace beside the checkout (not part of the repository):", err)
 	}
 	ws := filepath.Join(t.TempDir(), "ws")
 	if out, err := exec.Command(python, script, "large", ws).CombinedOutput(); err != nil {
