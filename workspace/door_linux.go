@@ -24,8 +24,13 @@ func openBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
 	if name == "" {
 		name = "."
 	}
+	extra := openFlags
+	if flags&unix.O_PATH != 0 {
+		// openat2 refuses O_PATH with any flag it would ignore.
+		extra = unix.O_CLOEXEC
+	}
 	how := &unix.OpenHow{
-		Flags:   uint64(flags | unix.O_NOFOLLOW | openFlags),
+		Flags:   uint64(flags | unix.O_NOFOLLOW | extra),
 		Mode:    uint64(mode),
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	}

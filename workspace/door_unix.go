@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -181,4 +182,47 @@ func (w *Workspace) readBeneath(rel, relReal string, limit int64) ([]byte, FileI
 		return nil, FileID{}, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("more than %d bytes", limit)}
 	}
 	return buf[:n], id, nil
+}
+
+// dirBeneath looks relReal up under the root with no symlink followed and
+// says whether it is a folder: the folder holding it is opened through the
+// door, and the last name is looked at with fstatat(AT_SYMLINK_NOFOLLOW)
+// relative to that descriptor, so nothing is opened outside and the
+// answer is about what the door would open. A symlink on the way, or at the
+// end, gives an error wrapping errSymlinkMet.
+func (w *Workspace) dirBeneath(relReal string) (bool, error) {
+	root, err := w.rootFD()
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(root)
+	var st unix.Stat_t
+	if relReal == "" {
+		diskOps.Add(1)
+		err = unix.Fstat(root, &st)
+	} else {
+		dirfd := root
+		dir, base := path.Split(relReal)
+		if dir != "" {
+			dirfd, err = openBeneath(root, strings.TrimSuffix(dir, "/"), unix.O_RDONLY|unix.O_DIRECTORY|pathFlag, 0)
+			if err != nil {
+				return false, err
+			}
+			defer unix.Close(dirfd)
+		}
+		diskOps.Add(1)
+		for {
+			err = unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
+			if err != unix.EINTR {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return false, &symlinkError{at: relReal}
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
 }

@@ -181,12 +181,8 @@ func (w *Workspace) IsDir(rel string) bool {
 		return w.noteBool(k, err == nil && st.IsDir(), fixed)
 	}
 	deps := w.walk(rel, false)
-	real, err := w.resolve(rel)
-	if err != nil {
-		return w.noteBool(k, false, deps)
-	}
-	st, err := stat(real)
-	return w.noteBool(k, err == nil && st.IsDir(), deps)
+	ok, dir := w.lookUp(rel)
+	return w.noteBool(k, ok && dir, deps)
 }
 
 // Exists reports whether rel names anything (file or folder) inside the
@@ -202,8 +198,42 @@ func (w *Workspace) Exists(rel string) bool {
 		return w.noteBool(k, err == nil, fixed)
 	}
 	deps := w.walk(rel, false)
-	_, err := w.resolve(rel)
-	return w.noteBool(k, err == nil, deps)
+	ok, _ := w.lookUp(rel)
+	return w.noteBool(k, ok, deps)
+}
+
+// lookUp finds rel through the door, as Load would open it: ok is false
+// when it is missing, outside the workspace, or kept changing; dir says
+// whether it is a folder. The answer comes from a descriptor opened under
+// the root with no symlink followed, never from a stat of a path checked
+// beforehand, so a folder swapped for a symlink to outside cannot be seen
+// through.
+func (w *Workspace) lookUp(rel string) (ok, dir bool) {
+	if inside(rel) {
+		// No symlink on the way: one look-up.
+		dir, err := w.dirBeneath(rel)
+		if err == nil {
+			return true, dir
+		}
+		if !errors.Is(err, errSymlinkMet) {
+			return false, false
+		}
+	}
+	for try := 0; try < 4; try++ {
+		real, err := w.resolve(rel)
+		if err != nil {
+			return false, false
+		}
+		dir, err := w.dirBeneath(relTo(w.root, real))
+		if err == nil {
+			return true, dir
+		}
+		if !errors.Is(err, errSymlinkMet) {
+			return false, false
+		}
+		// The path changed between resolve and the look-up: again.
+	}
+	return false, false
 }
 
 // ReadDir lists the folder rel, sorted by name. A folder whose real path is
