@@ -19,6 +19,14 @@
 // request passes through unchanged; the reply comes back unchanged, a stream
 // chunk by chunk as it arrives.
 //
+// When llm.provider is anthropic, the request is translated to the
+// Messages API instead (system blocks with cache_control after loom's
+// prompt, tool_use/tool_result blocks, images, tools, tool_choice) and sent
+// through llm's own Anthropic client; its reply and event stream are
+// written back as chat completion objects and chunks (see anthropic.go for
+// the fields that translate). loom.yaml is re-read when it changes: an
+// edit to llm: applies to the next request.
+//
 // After the reply, the new messages (the user's text as typed, without the
 // runtime block, and the whole reply) are appended to the session through
 // the session library's store, memory extraction is submitted to the

@@ -20,7 +20,6 @@ import (
 
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/internal/redact"
-	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/llm/extract"
 	"github.com/loomctx/loom/md"
@@ -59,6 +58,7 @@ type Gateway struct {
 	sysText [8]string // the last system prompts encoded, and their encodings
 	sysJSON [8][]byte
 	sysNext int
+	ups     map[*server.Workspace]*upstream // per workspace, for its current loom.yaml
 }
 
 // LastReport is what the gateway built for a session's latest request:
@@ -87,7 +87,8 @@ func Mount(s *server.Server, opts Options) *Gateway {
 		// the operator's key to wherever the upstream points.
 		hc = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	g := &Gateway{s: s, log: s.Logger(), hc: hc, opts: opts, reports: map[string]*LastReport{}, locks: map[string]*sync.Mutex{}}
+	g := &Gateway{s: s, log: s.Logger(), hc: hc, opts: opts, reports: map[string]*LastReport{}, locks: map[string]*sync.Mutex{},
+		ups: map[*server.Workspace]*upstream{}}
 	s.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		ws, err := s.Workspace(server.DefaultWorkspace)
 		if err != nil {
@@ -103,8 +104,17 @@ func Mount(s *server.Server, opts Options) *Gateway {
 	return g
 }
 
-// drain waits for running consolidations within ctx.
+// drain waits for running saves and consolidations, and closes the
+// extraction workers the gateway started, within ctx.
 func (g *Gateway) drain(ctx context.Context) error {
+	g.mu.Lock()
+	for ws, st := range g.ups {
+		if st.ownWorker {
+			g.closeWorker(st.extract)
+		}
+		delete(g.ups, ws)
+	}
+	g.mu.Unlock()
 	done := make(chan struct{})
 	go func() { g.bg.Wait(); close(done) }()
 	select {
@@ -301,16 +311,15 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, ws *server.Works
 		writeError(w, http.StatusServiceUnavailable, "server_error", "upstream_not_configured", "", "%v", err)
 		return
 	}
-	if strings.EqualFold(eng.LLM.Provider, llm.ProviderAnthropic) {
-		writeError(w, http.StatusNotImplemented, "server_error", "upstream_unsupported", "",
-			"the gateway forwards to OpenAI-compatible upstreams; loom.yaml llm.provider is anthropic")
+	st := g.upstreamFor(ws, eng)
+	if st.err != nil {
+		unusable(w, st)
 		return
 	}
-	cfg := eng.Config
-	if c, err := config.Load(ws.Door); err == nil {
-		cfg = c
+	b, err := g.build(r.Context(), ws, st, q)
+	if err == nil && !st.isAnthro {
+		b.body, err = g.openaiBody(q, b.msgs, st.lc.Model)
 	}
-	b, err := g.build(r.Context(), ws, eng, cfg, q)
 	if err != nil {
 		var fe *fieldError
 		if errors.As(err, &fe) {
@@ -321,19 +330,24 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, ws *server.Works
 		writeError(w, http.StatusInternalServerError, "server_error", "build_failed", "", "loom could not build the request; see the server log for request %s", server.RequestID(r))
 		return
 	}
-	g.forward(w, r, ws, eng, cfg, q, b)
+	if st.isAnthro {
+		g.forwardAnthropic(w, r, ws, st, q, b)
+		return
+	}
+	g.forward(w, r, ws, st, q, b)
 }
 
 // built is a request ready for the upstream, with what loom reports about it.
 type built struct {
-	body    []byte
+	msgs    []messages.Message // system first
+	body    []byte             // for an OpenAI-compatible upstream
 	render  *prompt.Result
 	report  messages.Report
 	dropped int
 	brk     string
 }
 
-func (g *Gateway) build(ctx context.Context, ws *server.Workspace, eng *server.Engine, cfg *config.Config, q *request) (*built, error) {
+func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream, q *request) (*built, error) {
 	res, err := ws.Builder.Render(ctx, prompt.Options{Channel: q.channel, User: q.user, ChatID: q.key})
 	var over *md.OverBudgetError
 	if res == nil || (err != nil && !errors.As(err, &over)) {
@@ -341,7 +355,7 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, eng *server.E
 	}
 	system, sections := res.Prompt, server.Sections(res)
 	clientSys := strings.Join(q.clientSys, "\n\n")
-	switch mode := cfg.Gateway.ClientSystemMode(); {
+	switch mode := st.cfg.Gateway.ClientSystemMode(); {
 	case clientSys == "" || mode == config.ClientSystemIgnore:
 	case mode == config.ClientSystemReplace:
 		// The client's prompt wins; loom adds only the memory sections.
@@ -390,11 +404,11 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, eng *server.E
 	if err != nil {
 		return nil, err
 	}
-	rt := messages.Runtime{Now: g.opts.Now(), Location: eng.Location, Channel: q.channel, ChatID: q.key,
-		SenderID: q.user, Placement: eng.Placement}
+	rt := messages.Runtime{Now: g.opts.Now(), Location: st.loc, Channel: q.channel, ChatID: q.key,
+		SenderID: q.user, Placement: st.placement}
 	b, err := messages.Build(messages.Turn{System: system, SystemSections: sections, History: history,
 		Message: text, Role: messages.RoleUser, Runtime: rt, Skills: server.SkillExpander{Set: set}},
-		messages.Options{Counter: eng.Counter})
+		messages.Options{Counter: st.counter})
 	if err != nil {
 		return nil, ferr(fmt.Sprintf("messages[%d]", last), "%v", err)
 	}
@@ -417,6 +431,39 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, eng *server.E
 		}
 		final = append(final, m)
 	}
+	out := &built{msgs: final, render: res, report: b.Report}
+	for _, e := range res.Report.Sections {
+		if e.Status == md.Dropped || e.Status == md.Truncated {
+			out.dropped++
+		}
+	}
+	if q.key != "" {
+		k := ws.Name + "\x00" + q.key
+		g.mu.Lock()
+		prev := g.reports[k]
+		if len(g.reports) >= 4096 {
+			clear(g.reports)
+		}
+		g.reports[k] = &LastReport{Session: q.key, At: rt.Now.UTC(), Render: res.Report, Build: b.Report}
+		g.mu.Unlock()
+		if prev != nil {
+			if d := messages.CacheDiff(prev.Build, b.Report); d.Changed {
+				out.brk = d.Section
+				if out.brk == "" && d.Message >= 0 {
+					out.brk = "message " + strconv.Itoa(d.Message)
+				}
+				if out.brk == "" {
+					out.brk = "prefix"
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// openaiBody is the request for an OpenAI-compatible upstream: the
+// client's fields as they came with loom's messages.
+func (g *Gateway) openaiBody(q *request, final []messages.Message, model string) ([]byte, error) {
 	// The system message is the same long text request after request: its
 	// encoding is kept, and only the rest is encoded each time.
 	sysJSON, err := g.encodeSystem(final[0])
@@ -450,7 +497,7 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, eng *server.E
 	if m, ok := q.fields["model"]; ok && string(m) != "null" && string(m) != `""` {
 		buf.Write(m)
 	} else {
-		mb, _ := json.Marshal(eng.LLM.Model)
+		mb, _ := json.Marshal(model)
 		buf.Write(mb)
 	}
 	buf.WriteString(`,"messages":`)
@@ -463,34 +510,7 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, eng *server.E
 		buf.Write(q.fields[k])
 	}
 	buf.WriteString("}\n")
-	out := &built{body: buf.Bytes(), render: res, report: b.Report}
-	for _, e := range res.Report.Sections {
-		if e.Status == md.Dropped || e.Status == md.Truncated {
-			out.dropped++
-		}
-	}
-	if q.key != "" {
-		k := ws.Name + "\x00" + q.key
-		g.mu.Lock()
-		prev := g.reports[k]
-		if len(g.reports) >= 4096 {
-			clear(g.reports)
-		}
-		g.reports[k] = &LastReport{Session: q.key, At: rt.Now.UTC(), Render: res.Report, Build: b.Report}
-		g.mu.Unlock()
-		if prev != nil {
-			if d := messages.CacheDiff(prev.Build, b.Report); d.Changed {
-				out.brk = d.Section
-				if out.brk == "" && d.Message >= 0 {
-					out.brk = "message " + strconv.Itoa(d.Message)
-				}
-				if out.brk == "" {
-					out.brk = "prefix"
-				}
-			}
-		}
-	}
-	return out, nil
+	return buf.Bytes(), nil
 }
 
 // encodeSystem returns the OpenAI encoding of the system message, from a
@@ -528,17 +548,9 @@ var noRelay = map[string]bool{"Connection": true, "Keep-Alive": true, "Transfer-
 	"Te": true, "Trailer": true, "Upgrade": true, "Proxy-Authenticate": true, "Set-Cookie": true, "X-Request-Id": true,
 	"Content-Encoding": true}
 
-func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Workspace, eng *server.Engine, cfg *config.Config, q *request, b *built) {
-	base := strings.TrimRight(eng.LLM.BaseURL, "/")
-	if base == "" {
-		base = "https://api.openai.com/v1"
-	}
-	target := base + "/chat/completions"
-	host := "the upstream"
-	if u, err := url.Parse(base); err == nil {
-		host = u.Host
-	}
-	up, err := http.NewRequestWithContext(r.Context(), http.MethodPost, target, bytes.NewReader(b.body))
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Workspace, st *upstream, q *request, b *built) {
+	base, host := st.base, st.host
+	up, err := http.NewRequestWithContext(r.Context(), http.MethodPost, base+"/chat/completions", bytes.NewReader(b.body))
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "upstream_error", "upstream_invalid", "", "upstream %s: %v", redact.URL(base), err)
 		return
@@ -548,21 +560,13 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Wor
 		up.Header.Set("Accept", "text/event-stream")
 	}
 	switch {
-	case eng.LLM.APIKey != "":
-		up.Header.Set("Authorization", "Bearer "+eng.LLM.APIKey)
-	case cfg.Gateway.ForwardsAuth() && r.Header.Get("Authorization") != "":
+	case st.lc.APIKey != "":
+		up.Header.Set("Authorization", "Bearer "+st.lc.APIKey)
+	case st.cfg.Gateway.ForwardsAuth() && r.Header.Get("Authorization") != "":
 		up.Header.Set("Authorization", r.Header.Get("Authorization"))
 	}
+	g.loomHeaders(w, q, b)
 	h := w.Header()
-	h.Set("X-Loom-Prompt-Tokens", strconv.Itoa(b.report.Prefix.SystemTokens))
-	h.Set("X-Loom-Prefix-Sha256", b.report.Prefix.SHA256)
-	h.Set("X-Loom-Dropped", strconv.Itoa(b.dropped))
-	if b.brk != "" {
-		h.Set("X-Loom-Cache-Break", b.brk)
-	}
-	if q.key != "" {
-		h.Set("X-Loom-Session", q.key)
-	}
 	resp, err := g.hc.Do(up)
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -609,7 +613,21 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Wor
 			rep.parseWhole(data)
 		}
 	}
-	g.save(r, ws, eng, q, rep)
+	g.save(r, ws, st, q, rep)
+}
+
+// loomHeaders sets the X-Loom-* headers of the reply.
+func (g *Gateway) loomHeaders(w http.ResponseWriter, q *request, b *built) {
+	h := w.Header()
+	h.Set("X-Loom-Prompt-Tokens", strconv.Itoa(b.report.Prefix.SystemTokens))
+	h.Set("X-Loom-Prefix-Sha256", b.report.Prefix.SHA256)
+	h.Set("X-Loom-Dropped", strconv.Itoa(b.dropped))
+	if b.brk != "" {
+		h.Set("X-Loom-Cache-Break", b.brk)
+	}
+	if q.key != "" {
+		h.Set("X-Loom-Session", q.key)
+	}
 }
 
 // reply is what the upstream answered, gathered for saving.
@@ -750,7 +768,7 @@ func (rp *reply) add(data []byte) {
 // save appends the new messages and the reply to the session, then
 // submits extraction and starts consolidation when due. It does not
 // depend on the request's context: a cut reply is saved too.
-func (g *Gateway) save(r *http.Request, ws *server.Workspace, eng *server.Engine, q *request, rep reply) {
+func (g *Gateway) save(r *http.Request, ws *server.Workspace, st *upstream, q *request, rep reply) {
 	if q.key == "" {
 		return
 	}
@@ -787,36 +805,36 @@ func (g *Gateway) save(r *http.Request, ws *server.Workspace, eng *server.Engine
 		defer cancel()
 		l.Lock()
 		defer l.Unlock()
-		g.persist(ctx, reqID, ws, eng, q, cut, saved)
+		g.persist(ctx, reqID, ws, st, q, cut, saved)
 	}()
 }
 
 // persist appends the messages to the session, then submits extraction and
 // starts consolidation when due (not for a cut reply).
-func (g *Gateway) persist(ctx context.Context, reqID string, ws *server.Workspace, eng *server.Engine, q *request, cut string, saved []messages.Message) {
+func (g *Gateway) persist(ctx context.Context, reqID string, ws *server.Workspace, st *upstream, q *request, cut string, saved []messages.Message) {
 	store := session.NewWorkspaceFileStore(ws.Door, session.FileOptions{})
 	if err := store.Append(ctx, q.key, saved...); err != nil {
 		g.log.Error("gateway: save session", "request_id", reqID, "session", q.key, "err", err)
 		return
 	}
-	if cut != "" || (eng.Extract == nil && eng.ConsolidateThreshold < 0) {
+	if cut != "" || (st.extract == nil && st.threshold < 0) {
 		return
 	}
-	st, err := store.Load(ctx, q.key)
+	sess, err := store.Load(ctx, q.key)
 	if err != nil {
 		g.log.Error("gateway: load session", "session", q.key, "err", err)
 		return
 	}
-	if eng.Extract != nil {
-		if err := eng.Extract.Submit(extract.Job{Chat: q.key, User: q.user, Messages: st.Messages}); err != nil {
+	if st.extract != nil {
+		if err := st.extract.Submit(extract.Job{Chat: q.key, User: q.user, Messages: sess.Messages}); err != nil {
 			g.log.Warn("gateway: extract: "+err.Error(), "session", q.key)
 		}
 	}
-	if eng.ConsolidateThreshold >= 0 && eng.Counter != nil {
+	if st.threshold >= 0 && st.counter != nil {
 		files := consolidate.WorkspaceFiles{WS: ws.Door}
-		c := consolidate.New(consolidate.Options{Client: eng.Client, Files: files, Counter: eng.Counter,
-			Model: eng.LLM.ConsolidateModel, Threshold: eng.ConsolidateThreshold, Logger: g.log})
-		if c.Due(st.Messages, st.LastConsolidated) {
+		c := consolidate.New(consolidate.Options{Client: st.client, Files: files, Counter: st.counter,
+			Model: st.lc.ConsolidateModel, Threshold: st.threshold, Logger: g.log})
+		if c.Due(sess.Messages, sess.LastConsolidated) {
 			if _, err := session.Consolidate(context.Background(), store, q.key, c, files, session.ConsolidateOptions{LockWait: -1}); err != nil {
 				g.log.Warn("gateway: consolidate", "session", q.key, "err", err)
 			}

@@ -1,0 +1,174 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/internal/redact"
+	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/llm/extract"
+	"github.com/loomctx/loom/messages"
+	"github.com/loomctx/loom/server"
+	"github.com/loomctx/loom/tokens"
+	"github.com/loomctx/loom/workspace"
+)
+
+// upstream is what one version of a workspace's loom.yaml says about the
+// model: where requests go and with what key, and the memory calls'
+// client, extraction worker and consolidation threshold. The gateway keeps
+// one per workspace and builds a new one when loom.yaml changes, so an
+// edit to llm: (a new base URL, model, provider or key variable) applies
+// to the next request, with no restart.
+type upstream struct {
+	file *workspace.File // the loom.yaml it was built from; nil when there is none
+	eng  *server.Engine  // the engine it was checked against
+	err  error           // the llm: section cannot be used; answered as 503
+
+	cfg       *config.Config
+	lc        llm.Config
+	base      string // the OpenAI-compatible upstream's base URL
+	host      string // where requests go, for error messages (no credentials)
+	anthropic llm.Client
+	isAnthro  bool
+
+	client    llm.Client      // memory calls
+	extract   *extract.Worker // nil when extraction is off
+	ownWorker bool            // extract is the gateway's, closed when replaced
+	threshold int             // consolidation; <0 off
+	counter   tokens.Counter
+	loc       *time.Location
+	placement messages.Placement
+}
+
+// upstreamFor returns the workspace's upstream for its current loom.yaml.
+// While loom.yaml is unchanged (the door hands back the same *File) the
+// last one is reused; otherwise loom.yaml is parsed (from the door's cache)
+// and, when its llm: section differs from the one the server's engine was
+// built from, the gateway builds its own client and worker for it.
+func (g *Gateway) upstreamFor(ws *server.Workspace, eng *server.Engine) *upstream {
+	f, err := ws.Door.Load(config.FileName)
+	if err != nil {
+		f = nil
+	}
+	g.mu.Lock()
+	st := g.ups[ws]
+	g.mu.Unlock()
+	if st != nil && st.file == f && st.eng == eng && (err == nil || errors.Is(err, fs.ErrNotExist)) {
+		return st
+	}
+	next := g.newUpstream(ws, eng, f)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if cur := g.ups[ws]; cur != st { // another request got there first
+		if next.ownWorker {
+			g.closeWorker(next.extract)
+		}
+		return cur
+	}
+	g.ups[ws] = next
+	if st != nil && st.ownWorker {
+		g.closeWorker(st.extract)
+	}
+	return next
+}
+
+func (g *Gateway) closeWorker(w *extract.Worker) {
+	if w == nil {
+		return
+	}
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		w.Close(ctx)
+	}()
+}
+
+func (g *Gateway) newUpstream(ws *server.Workspace, eng *server.Engine, f *workspace.File) *upstream {
+	st := &upstream{file: f, eng: eng, loc: time.UTC, threshold: -1}
+	cfg, err := config.Load(ws.Door)
+	if err != nil {
+		st.err = err
+		return st
+	}
+	st.cfg = cfg
+	lc, err := llm.Resolve(cfg.LLM, nil)
+	if err != nil {
+		st.err = err
+		return st
+	}
+	if err := lc.Validate(); err != nil {
+		st.err = errors.New(err.Error() + "; configure llm: in loom.yaml or LOOM_LLM_* in the server's environment")
+		return st
+	}
+	st.lc = lc
+	st.base = strings.TrimRight(lc.BaseURL, "/")
+	st.isAnthro = strings.EqualFold(lc.Provider, llm.ProviderAnthropic)
+	switch {
+	case st.base != "":
+	case st.isAnthro:
+		st.base = llm.AnthropicBaseURL
+	default:
+		st.base = llm.OpenAIBaseURL
+	}
+	st.host = redact.URL(st.base)
+	if u, err := url.Parse(st.base); err == nil && u.Host != "" {
+		st.host = u.Host
+	}
+	if st.isAnthro {
+		// The gateway relays a 429 with its Retry-After: no retries of
+		// its own, and the gateway's client (no redirects followed).
+		gc := lc
+		gc.MaxRetries = -1
+		if st.anthropic, err = llm.New(gc, llm.WithHTTPClient(g.hc)); err != nil {
+			st.err = err
+			return st
+		}
+	}
+	st.counter = server.Counter(nil, "", lc.Model)
+	if cfg.Timezone != "" {
+		if loc, err := time.LoadLocation(cfg.Timezone); err == nil {
+			st.loc = loc
+		}
+	}
+	st.placement = messages.Placement(cfg.Runtime.Placement)
+	if eng.Config != nil && reflect.DeepEqual(cfg.LLM, eng.Config.LLM) && lc == eng.LLM {
+		// What the server's engine was built from: share its client,
+		// worker and threshold.
+		st.client, st.extract, st.threshold = eng.Client, eng.Extract, eng.ConsolidateThreshold
+		return st
+	}
+	if st.client, err = llm.New(lc); err != nil {
+		st.err = err
+		return st
+	}
+	if llm.Enabled(cfg.LLM.Consolidation.Enabled, lc) {
+		st.threshold = cfg.LLM.Consolidation.ThresholdTokens
+	}
+	if llm.Enabled(cfg.LLM.Extraction.Enabled, lc) && eng.Store != nil {
+		ex := extract.New(extract.Options{Client: st.client, Store: eng.Store, Model: lc.ExtractModel,
+			IncludeAssistant: cfg.LLM.Extraction.IncludeAssistant != nil && *cfg.LLM.Extraction.IncludeAssistant,
+			Logger:           g.log})
+		st.extract, st.ownWorker = extract.NewWorker(ex, extract.WorkerOptions{Logger: g.log}), true
+	}
+	return st
+}
+
+// unusable answers a request on a workspace whose llm: section cannot be
+// used.
+func unusable(w http.ResponseWriter, st *upstream) {
+	var ce *config.Error
+	if errors.As(st.err, &ce) {
+		writeError(w, http.StatusUnprocessableEntity, "invalid_request_error", "config_invalid", "", "%v", st.err)
+		return
+	}
+	writeError(w, http.StatusServiceUnavailable, "server_error", "upstream_not_configured", "", "%v", redact.String(st.err.Error()))
+}
