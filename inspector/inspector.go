@@ -24,7 +24,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -446,11 +445,8 @@ func openStore(ws *workspace.Workspace) (*memory.SQLite, []memory.Category, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, nil, err
-	}
 	cats := categories(cfg)
-	st, err := memory.OpenSQLite(path, memory.WithCategories(cats))
+	st, err := memory.OpenIn(ws, path, true, memory.WithCategories(cats))
 	return st, cats, err
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -145,14 +143,10 @@ func (s *Server) openStore(create bool) (*memory.SQLite, []memory.Category, erro
 	if s.store != nil {
 		return s.store, cats, nil
 	}
-	if !create {
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return nil, cats, nil
-		}
-	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, nil, err
+	st, err := memory.OpenIn(s.ws, path, create, memory.WithCategories(cats))
+	if st == nil && err == nil {
+		return nil, cats, nil
 	}
-	st, err := memory.OpenSQLite(path, memory.WithCategories(cats))
 	if err != nil {
 		var dbe *memory.DBError
 		if errors.As(err, &dbe) {

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/loomctx/loom/config"
@@ -53,10 +51,7 @@ func (ws *Workspace) store() (memory.Store, error) {
 			cats[i] = memory.Category{Name: c.Name, Label: c.Label}
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
-	st, err := memory.OpenSQLite(path, memory.WithCategories(cats))
+	st, err := memory.OpenIn(ws.Door, path, true, memory.WithCategories(cats))
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -47,22 +46,6 @@ func SessionPath(dir, channel, user string) string {
 	return filepath.Join(dir, filepath.FromSlash(SessionDir), session.FileName(SessionKey(channel, user)))
 }
 
-// memoryDBPath makes the memory database's folder: through the door when
-// it is inside the workspace (0700, no symlink on the way), as given when
-// the operator put it elsewhere.
-func memoryDBPath(ws *workspace.Workspace, dbPath string) (string, error) {
-	rel, err := filepath.Rel(ws.Root(), dbPath)
-	if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
-		rel = filepath.ToSlash(rel)
-		if dir := path.Dir(rel); dir != "." {
-			if err := ws.MkdirAll(dir, 0o700); err != nil {
-				return "", err
-			}
-		}
-		return ws.LocalPath(rel)
-	}
-	return dbPath, os.MkdirAll(filepath.Dir(dbPath), 0o700)
-}
 
 // repl is one running chat: the terminal side of a session.Session.
 type repl struct {
@@ -114,10 +97,7 @@ func chatRun(opts *ChatOptions) error {
 	if err != nil {
 		return err
 	}
-	if dbPath, err = memoryDBPath(ws, dbPath); err != nil {
-		return err
-	}
-	store, err := memory.OpenSQLite(dbPath)
+	store, err := memory.OpenIn(ws, dbPath, true)
 	if err != nil {
 		return err
 	}

@@ -4,13 +4,8 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -235,36 +230,12 @@ func (wm *workspaceMemory) open(opts *Options, ifExists bool) (memory.Store, err
 	if opts.Now != nil {
 		o = append(o, opts.Now)
 	}
-	dbPath := wm.dbPath
-	// Inside the workspace, the folders are made and the path checked
-	// through the door: no component may be a symlink. Outside it (the
-	// operator's --memory-db or LOOM_MEMORY_DB), the operator chose it.
-	rel, err := filepath.Rel(wm.root, wm.dbPath)
-	inside := err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-	if inside {
-		rel = filepath.ToSlash(rel)
-		if !ifExists {
-			if err := wm.ws.MkdirAll(path.Dir(rel), 0o700); err != nil {
-				return nil, err
-			}
-		}
-		if p, err := wm.ws.LocalPath(rel); err != nil {
-			return nil, err
-		} else {
-			dbPath = p
-		}
-	}
-	if ifExists {
-		if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-	} else if !inside {
-		if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
-			return nil, err
-		}
-	}
-	s, err := memory.OpenSQLite(dbPath, o...)
-	if err != nil {
+	// Inside the workspace the folders are made and the path checked
+	// through the door; outside it (--memory-db or LOOM_MEMORY_DB) the
+	// operator chose it.
+	s, err := memory.OpenIn(wm.ws, wm.dbPath, !ifExists, o...)
+	if s == nil || err != nil {
+		// A nil *SQLite must not become a non-nil memory.Store.
 		return nil, err
 	}
 	return s, nil
