@@ -46,7 +46,6 @@ func SessionPath(dir, channel, user string) string {
 	return filepath.Join(dir, filepath.FromSlash(SessionDir), session.FileName(SessionKey(channel, user)))
 }
 
-
 // repl is one running chat: the terminal side of a session.Session.
 type repl struct {
 	opts   *ChatOptions
