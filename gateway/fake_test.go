@@ -25,6 +25,10 @@ type upstream struct {
 	reply       func(w http.ResponseWriter, body map[string]any)
 	extractFact string
 	cancelled   chan struct{}
+	// consolidateArgs is the JSON text of the save_memory arguments a
+	// consolidation call gets; consolidations counts those calls.
+	consolidateArgs string
+	consolidations  int
 }
 
 type recorded struct {
@@ -39,6 +43,16 @@ func newUpstream(t *testing.T) *upstream {
 		raw, _ := io.ReadAll(r.Body)
 		var body map[string]any
 		json.Unmarshal(raw, &body)
+		if strings.Contains(string(raw), `"name":"save_memory"`) { // a consolidation call
+			u.mu.Lock()
+			u.consolidations++
+			args := u.consolidateArgs
+			u.mu.Unlock()
+			a, _ := json.Marshal(args)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"fake-model","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_c","type":"function","function":{"name":"save_memory","arguments":%s}}]},"finish_reason":"tool_calls"}]}`, a)
+			return
+		}
 		if strings.Contains(string(raw), "user_instructions") { // the extraction call
 			content := fmt.Sprintf(`{"user_instructions": [], "user_profile": [%s]}`, u.fact())
 			if body["stream"] == true {
