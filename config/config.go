@@ -143,6 +143,41 @@ type MemoryConfig struct {
 	// DB is the memory database, a path inside the workspace (relative, no
 	// ".."). Only the operator puts it elsewhere; see [MemoryStoreLocation].
 	DB string `yaml:"db"`
+	// Store is where a server keeps this workspace's memories, sessions
+	// and memory files: "sqlite" (the default: memory.db plus session and
+	// memory files in the folder) or "postgres", shared by every replica.
+	// `loom serve --store` overrides it.
+	Store string `yaml:"store"`
+	// DSNEnv names the variable holding the PostgreSQL DSN; default
+	// LOOM_PG_DSN. A workspace may only name a LOOM_* variable: it picks
+	// which of the operator's variables is read, never the DSN itself.
+	DSNEnv string `yaml:"dsn_env"`
+}
+
+// Memory store kinds (memory.store in loom.yaml, loom serve --store).
+const (
+	StoreSQLite   = "sqlite"
+	StorePostgres = "postgres"
+)
+
+// DefaultDSNEnv is the variable the PostgreSQL DSN is read from unless
+// memory.dsn_env or --dsn-env names another.
+const DefaultDSNEnv = "LOOM_PG_DSN"
+
+// StoreKind is the workspace's memory.store, "sqlite" when unset.
+func (m MemoryConfig) StoreKind() string {
+	if m.Store == "" {
+		return StoreSQLite
+	}
+	return m.Store
+}
+
+// DSNVar is the variable memory.dsn_env names, DefaultDSNEnv when unset.
+func (m MemoryConfig) DSNVar() string {
+	if m.DSNEnv == "" {
+		return DefaultDSNEnv
+	}
+	return m.DSNEnv
 }
 
 // MemoryCategory is one configured kind of memory.
@@ -450,6 +485,15 @@ func (c *Config) validate() error {
 	if c.has("memory.db") {
 		if msg := insideWorkspace(c.Memory.DB); msg != "" {
 			fail("memory.db", "%s", msg)
+		}
+	}
+	oneOf("memory.store", c.Memory.Store, StoreSQLite, StorePostgres)
+	if c.has("memory.dsn_env") {
+		switch v := c.Memory.DSNEnv; {
+		case !envName.MatchString(v):
+			fail("memory.dsn_env", "%q is not an environment variable name", v)
+		case !strings.HasPrefix(v, "LOOM_"):
+			fail("memory.dsn_env", "%q does not start with LOOM_; a workspace may only name a LOOM_* variable (the operator chooses any with loom serve --dsn-env)", v)
 		}
 	}
 	names("overrides.keep", c.Overrides.Keep)

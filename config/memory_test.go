@@ -51,3 +51,27 @@ func TestMemoryStoreLocationRefusesOutside(t *testing.T) {
 		t.Errorf("the error should say how the operator chooses an outside file: %v", err)
 	}
 }
+
+func TestMemoryStoreChoice(t *testing.T) {
+	cfg, err := Parse("loom.yaml", []byte("memory:\n  store: postgres\n  dsn_env: LOOM_TEAM_DSN\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Memory.StoreKind() != StorePostgres || cfg.Memory.DSNVar() != "LOOM_TEAM_DSN" {
+		t.Errorf("got store %q dsn_env %q", cfg.Memory.StoreKind(), cfg.Memory.DSNVar())
+	}
+	if d := Default(); d.Memory.StoreKind() != StoreSQLite || d.Memory.DSNVar() != DefaultDSNEnv {
+		t.Errorf("defaults: store %q dsn_env %q", d.Memory.StoreKind(), d.Memory.DSNVar())
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"name: x\nmemory:\n  store: mysql\n", `loom.yaml:3: memory.store: "mysql" is not one of sqlite, postgres`},
+		{"name: x\nmemory:\n  store: postgres\n  dsn_env: HOME\n", `loom.yaml:4: memory.dsn_env: "HOME" does not start with LOOM_`},
+		{"name: x\nmemory:\n  dsn_env: 'LOOM PG'\n", `loom.yaml:3: memory.dsn_env: "LOOM PG" is not an environment variable name`},
+		{"memory:\n  stor: postgres\n", "loom.yaml:2"},
+	} {
+		_, err := Parse("loom.yaml", []byte(c.yaml))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %s…", c.yaml, err, c.want)
+		}
+	}
+}

@@ -812,7 +812,11 @@ func (g *Gateway) save(r *http.Request, ws *server.Workspace, st *upstream, q *r
 // persist appends the messages to the session, then submits extraction and
 // starts consolidation when due (not for a cut reply).
 func (g *Gateway) persist(ctx context.Context, reqID string, ws *server.Workspace, st *upstream, q *request, cut string, saved []messages.Message) {
-	store := session.NewWorkspaceFileStore(ws.Door, session.FileOptions{})
+	store, err := ws.SessionStore(ctx)
+	if err != nil {
+		g.log.Error("gateway: save session", "request_id", reqID, "session", q.key, "err", err)
+		return
+	}
 	if err := store.Append(ctx, q.key, saved...); err != nil {
 		g.log.Error("gateway: save session", "request_id", reqID, "session", q.key, "err", err)
 		return

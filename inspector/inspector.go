@@ -151,8 +151,8 @@ func (in *Inspector) close(context.Context) error {
 	return errors.Join(errs...)
 }
 
-// builder returns the workspace's builder, a fresh one when the memory
-// database changed since the last render.
+// builder returns the workspace's builder, told to list memories again
+// when the memory database changed since the last render.
 func (st *wsState) builder() *prompt.Builder {
 	stamp := ""
 	if cfg, err := config.Load(st.door); err == nil {
@@ -163,10 +163,8 @@ func (st *wsState) builder() *prompt.Builder {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if stamp != st.dbStamp {
-		old := st.b
-		st.b = prompt.New(st.door)
+		st.b.Invalidate()
 		st.dbStamp = stamp
-		time.AfterFunc(30*time.Second, func() { old.Close() })
 	}
 	return st.b
 }

@@ -147,15 +147,10 @@ func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 // b is the current prompt builder.
 func (s *Server) b() *prompt.Builder { return s.bp.Load() }
 
-// memoryChanged starts a fresh builder after the server wrote to the memory
-// store. A watching builder reuses its last render while no workspace file
-// changed, and the memory database is not a workspace file it watches.
-// The old builder is closed once renders already under way have had time
-// to finish.
-func (s *Server) memoryChanged() {
-	old := s.bp.Swap(prompt.New(s.ws))
-	time.AfterFunc(30*time.Second, func() { old.Close() })
-}
+// memoryChanged tells the builder the server wrote to the memory store: a
+// watching builder reuses its last render while no workspace file changed,
+// and the memory database is not a workspace file it watches.
+func (s *Server) memoryChanged() { s.b().Invalidate() }
 
 // setFresh bounds how long a loaded skill set is reused while the watched
 // workspace is unchanged, so that availability (a program installed on PATH)

@@ -64,6 +64,7 @@ type state struct {
 
 	extraEntries []md.Entry
 	memoryKey    string // the memory store's state, for reuse
+	memErr       error  // the memory source could not be reached
 }
 
 func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
@@ -136,6 +137,9 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 			}
 		}
 		st.memories = b.selectMemories(ctx, st)
+		if st.memErr != nil {
+			return nil, st.memErr
+		}
 	}
 	if st.preset == Analyst && !opts.Subagent {
 		st.connections = Connections(ws, &st.diags)
@@ -172,50 +176,71 @@ func (b *Builder) loadSkills(cfg *config.Config) *skills.Set {
 	return b.skills.Load()
 }
 
-// selectMemories opens the memory store if the workspace has one, and picks
-// memories within the memory budget. A broken store costs the memories, not
-// the render.
+// selectMemories lists the memories of the render's user, from the
+// builder's memory source when it has one, else from the workspace's
+// memory database if there is one, and picks them within the memory
+// budget. A broken database costs the memories, not the render; a source
+// that cannot be reached (memory.ErrUnavailable) fails the render, which
+// a server answers with 503.
 func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selection {
 	root := st.ws.Root()
-	if root == "" {
-		return nil
-	}
-	dbPath, err := config.MemoryStoreLocation(root, st.cfg)
-	if err != nil {
-		st.diags.Add(workspace.Error, config.FileName, st.cfg.Line("memory.db"), "memory.db", "memories left out: %s", err)
-		return nil
-	}
-	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	fail := func(err error) *memory.Selection {
-		var dbErr *memory.DBError
-		if errors.As(err, &dbErr) {
-			st.diags = append(st.diags, dbErr.Diagnostic(root))
-		} else {
-			st.diags.Add(workspace.Error, relTo(root, dbPath), 0, "memory.db", "memories left out: %s", err)
+	var (
+		list []memory.Memory
+		fp   string
+	)
+	if src := b.memorySource(); src != nil {
+		var err error
+		list, fp, err = b.listFromSource(ctx, st, src)
+		if err != nil {
+			if errors.Is(err, memory.ErrUnavailable) {
+				st.memErr = err
+			}
+			st.diags.Add(workspace.Error, "", 0, "memory.store", "memories left out: %s", err)
+			return nil
 		}
-		return nil
-	}
-	store, err := b.openStore(dbPath)
-	if err != nil {
-		return fail(err)
-	}
-	// The store's files tell whether anything was written since the last
-	// listing (a commit grows the WAL or rewrites the database), so an
-	// unchanged store is not queried again.
-	fp := fileFingerprint(dbPath) + fileFingerprint(dbPath+"-wal") + "\x00" + st.opts.User
-	b.mu.Lock()
-	list, known := b.memList, b.memFP == fp
-	b.mu.Unlock()
-	if !known {
-		list, err = store.List(ctx, memory.Query{User: st.opts.User})
+	} else {
+		if root == "" {
+			return nil
+		}
+		dbPath, err := config.MemoryStoreLocation(root, st.cfg)
+		if err != nil {
+			st.diags.Add(workspace.Error, config.FileName, st.cfg.Line("memory.db"), "memory.db", "memories left out: %s", err)
+			return nil
+		}
+		if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		fail := func(err error) *memory.Selection {
+			var dbErr *memory.DBError
+			if errors.As(err, &dbErr) {
+				st.diags = append(st.diags, dbErr.Diagnostic(root))
+			} else {
+				st.diags.Add(workspace.Error, relTo(root, dbPath), 0, "memory.db", "memories left out: %s", err)
+			}
+			return nil
+		}
+		store, err := b.openStore(dbPath)
 		if err != nil {
 			return fail(err)
 		}
+		// The store's files tell whether anything was written since the
+		// last listing (a commit grows the WAL or rewrites the database),
+		// so an unchanged store is not queried again; Invalidate says so
+		// for a write the files may not show yet.
+		fp = fileFingerprint(dbPath) + fileFingerprint(dbPath+"-wal") + "\x00" + b.memStamp() + "\x00" + st.opts.User
 		b.mu.Lock()
-		b.memList, b.memFP = list, fp
+		cached, known := b.memList, b.memFP == fp
 		b.mu.Unlock()
+		list = cached
+		if !known {
+			list, err = store.List(ctx, memory.Query{User: st.opts.User})
+			if err != nil {
+				return fail(err)
+			}
+			b.mu.Lock()
+			b.memList, b.memFP = list, fp
+			b.mu.Unlock()
+		}
 	}
 	st.memoryKey = fp + "\x00" + st.opts.ChatID + strconv.Itoa(st.opts.MemoryBudget)
 	cats := memory.DefaultCategories

@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/loomctx/loom/md"
@@ -104,6 +105,10 @@ type Builder struct {
 	// memSelKey.
 	memSel    *memory.Selection
 	memSelKey string
+	// src is the memory source (SetMemorySource); memEpoch counts
+	// Invalidate calls. See memsource.go.
+	src      MemorySource
+	memEpoch atomic.Uint64
 	// nodes and rendered keep what unchanged inputs built and rendered to,
 	// for renders without a budget (see nodeCache).
 	nodes    *nodeCache
@@ -140,13 +145,15 @@ func (b *Builder) Close() error {
 // last result is returned again; results must be treated as read-only.
 func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 	key := optsKey(opts)
+	stamp := b.memStamp() // before gathering: a change meanwhile is seen next time
 	if b.ws.Watching() {
 		// A watcher bumps the generation on every change, so an unchanged
 		// generation means no file changed: nothing needs reading at all.
 		b.mu.Lock()
 		last := b.last
 		b.mu.Unlock()
-		if last != nil && last.optsKey == key && last.gen == b.ws.Generation() && time.Since(last.at) < freshFor {
+		if last != nil && last.optsKey == key && last.gen == b.ws.Generation() && time.Since(last.at) < freshFor &&
+			stamp != "" && last.memStamp == stamp {
 			return last.result, last.err
 		}
 	}
@@ -161,18 +168,18 @@ func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 	last := b.last
 	b.mu.Unlock()
 	if last != nil && last.optsKey == key && last.inputsKey == inputs && last.gen == g {
-		b.remember(key, inputs, g, last.result, last.err)
+		b.remember(key, inputs, stamp, g, last.result, last.err)
 		return last.result, last.err
 	}
 	res, err := st.render(tree)
 	b.nodes.sweep()
-	b.remember(key, inputs, g, res, err)
+	b.remember(key, inputs, stamp, g, res, err)
 	return res, err
 }
 
-func (b *Builder) remember(optsKey, inputsKey string, gen uint64, res *Result, err error) {
+func (b *Builder) remember(optsKey, inputsKey, memStamp string, gen uint64, res *Result, err error) {
 	b.mu.Lock()
-	b.last = &lastRender{optsKey: optsKey, inputsKey: inputsKey, gen: gen, at: time.Now(), result: res, err: err}
+	b.last = &lastRender{optsKey: optsKey, inputsKey: inputsKey, memStamp: memStamp, gen: gen, at: time.Now(), result: res, err: err}
 	b.mu.Unlock()
 }
 

@@ -20,6 +20,7 @@ const freshFor = 2 * time.Second
 type lastRender struct {
 	optsKey   string // the options
 	inputsKey string // what gathering found besides files
+	memStamp  string // the memories' state before gathering (Builder.memStamp)
 	gen       uint64 // the workspace's generation after gathering
 	at        time.Time
 	result    *Result

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -29,12 +30,17 @@ type ImportResponse struct {
 	Imported int `json:"imported"`
 }
 
-// store opens the workspace's memory store on first use, creating it.
-func (ws *Workspace) store() (memory.Store, error) {
+// store opens the workspace's memory store on first use: the shared
+// PostgreSQL store, or the SQLite database (created if need be).
+func (ws *Workspace) store(ctx context.Context) (memory.Store, error) {
+	be, err := ws.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if ws.mem != nil {
-		return ws.mem, nil
+	if be.mem != nil {
+		return be.mem, nil
 	}
 	cfg, err := config.Load(ws.Door)
 	if err != nil {
@@ -44,18 +50,11 @@ func (ws *Workspace) store() (memory.Store, error) {
 	if err != nil {
 		return nil, Errorf(http.StatusUnprocessableEntity, "config_invalid", "%v", err)
 	}
-	cats := memory.DefaultCategories
-	if len(cfg.Memory.Categories) > 0 {
-		cats = make([]memory.Category, len(cfg.Memory.Categories))
-		for i, c := range cfg.Memory.Categories {
-			cats[i] = memory.Category{Name: c.Name, Label: c.Label}
-		}
-	}
-	st, err := memory.OpenIn(ws.Door, path, true, memory.WithCategories(cats))
+	st, err := memory.OpenIn(ws.Door, path, true, memory.WithCategories(categories(cfg)))
 	if err != nil {
 		return nil, err
 	}
-	ws.mem = st
+	be.mem = st
 	return st, nil
 }
 
@@ -85,7 +84,7 @@ func memoryProblem(err error, field string) error {
 }
 
 func (s *Server) listMemories(r *http.Request, ws *Workspace) (any, error) {
-	st, err := ws.store()
+	st, err := ws.store(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +107,7 @@ func (s *Server) listMemories(r *http.Request, ws *Workspace) (any, error) {
 }
 
 func (s *Server) exportMemories(r *http.Request, ws *Workspace) (any, error) {
-	st, err := ws.store()
+	st, err := ws.store(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +129,7 @@ func (s *Server) addMemory(r *http.Request, ws *Workspace) (any, error) {
 	if strings.TrimSpace(q.Category) == "" {
 		return nil, FieldErrorf("category", "is required")
 	}
-	st, err := ws.store()
+	st, err := ws.store(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -138,17 +137,19 @@ func (s *Server) addMemory(r *http.Request, ws *Workspace) (any, error) {
 	if err != nil {
 		return nil, memoryProblem(err, "supersedes")
 	}
+	ws.Builder.Invalidate()
 	return created{MemoryList{Memories: added}}, nil
 }
 
 func (s *Server) forgetMemory(r *http.Request, ws *Workspace) (any, error) {
-	st, err := ws.store()
+	st, err := ws.store(r.Context())
 	if err != nil {
 		return nil, err
 	}
 	if err := st.Forget(r.Context(), r.PathValue("id")); err != nil {
 		return nil, memoryProblem(err, "")
 	}
+	ws.Builder.Invalidate()
 	return noContent{}, nil
 }
 
@@ -157,12 +158,13 @@ func (s *Server) importMemories(r *http.Request, ws *Workspace) (any, error) {
 	if err := DecodeJSON(r, &q); err != nil {
 		return nil, err
 	}
-	st, err := ws.store()
+	st, err := ws.store(r.Context())
 	if err != nil {
 		return nil, err
 	}
 	if err := st.Import(r.Context(), q.Memories); err != nil {
 		return nil, memoryProblem(err, "")
 	}
+	ws.Builder.Invalidate()
 	return ImportResponse{Imported: len(q.Memories)}, nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
-	"github.com/loomctx/loom/session"
 	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/tokens"
 )
@@ -188,7 +187,11 @@ func (s *Server) buildMessages(r *http.Request, ws *Workspace) (any, error) {
 		if !validKey(q.SessionID) {
 			return nil, FieldErrorf("session_id", "a session id is 1 to 128 letters, digits and - _ . : @, not starting with a dot")
 		}
-		st, err := session.NewWorkspaceFileStore(ws.Door, session.FileOptions{}).Load(r.Context(), q.SessionID)
+		store, err := ws.SessionStore(r.Context())
+		if err != nil {
+			return nil, err
+		}
+		st, err := store.Load(r.Context(), q.SessionID)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/loomctx/loom/memory"
 )
 
 // Problem is an RFC 9457 problem: the body of every error response, sent as
@@ -62,7 +64,9 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 	var p *Problem
 	if !errors.As(err, &p) {
 		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
+		if errors.Is(err, memory.ErrUnavailable) {
+			p = storeProblem(err).(*Problem)
+		} else if errors.As(err, &mb) {
 			p = Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body larger than %d bytes", mb.Limit)
 		} else {
 			p = Errorf(http.StatusInternalServerError, CodeInternal, "internal error; see the server log for request %s", requestID(r))
@@ -82,6 +86,9 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Del("ETag")
+	if out.Code == CodeStoreUnavailable && h.Get("Retry-After") == "" {
+		h.Set("Retry-After", "1")
+	}
 	if out.Status == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="loom"`)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/tokens"
 )
@@ -108,8 +109,19 @@ func (s *Server) renderResult(r *http.Request, ws *Workspace, q *RenderRequest) 
 	if err != nil {
 		return nil, nil, err
 	}
+	// The workspace's store is chosen before its first render, so a
+	// PostgreSQL workspace's prompt reads its memories from there. A
+	// broken loom.yaml is left for the render to report.
+	if _, err := ws.backend(r.Context()); err != nil {
+		if p, ok := err.(*Problem); ok && p.Status == http.StatusServiceUnavailable {
+			return nil, nil, p
+		}
+	}
 	res, err := ws.Builder.Render(r.Context(), o)
 	var over *md.OverBudgetError
+	if err != nil && errors.Is(err, memory.ErrUnavailable) {
+		return nil, nil, storeProblem(err)
+	}
 	if err != nil && !errors.As(err, &over) {
 		return nil, nil, Errorf(http.StatusUnprocessableEntity, "render_failed", "%v", err)
 	}

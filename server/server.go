@@ -8,10 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/loomctx/loom/config"
 )
 
 // Defaults for [Options].
@@ -44,6 +47,18 @@ type Options struct {
 	DrainTimeout time.Duration
 	// NoWatch leaves workspaces unwatched: every render checks the disk.
 	NoWatch bool
+	// Store is where every workspace keeps its memories, sessions and
+	// memory files: StoreSQLite (memory.db and files in the folder) or
+	// StorePostgres (shared by every replica on the same database). Empty
+	// lets each workspace's loom.yaml decide (memory.store), SQLite unless
+	// it says otherwise.
+	Store string
+	// DSNEnv names the variable holding the PostgreSQL DSN when Store is
+	// StorePostgres; default config.DefaultDSNEnv. The DSN itself is never
+	// logged nor put in a response.
+	DSNEnv string
+	// Getenv reads DSN variables; default os.Getenv.
+	Getenv func(string) string
 }
 
 // Server is loom's HTTP server. Build it with [New], mount front ends with
@@ -90,8 +105,31 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	wss, err := newWorkspaces(opts.Dir, opts.Root, !opts.NoWatch, log)
+	switch opts.Store {
+	case "", StoreSQLite, StorePostgres:
+	default:
+		return nil, fmt.Errorf("server: store %q is not sqlite or postgres", opts.Store)
+	}
+	if opts.Store == StorePostgres && opts.DSNEnv == "" {
+		opts.DSNEnv = config.DefaultDSNEnv
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	pg := &pgDBs{getenv: opts.Getenv}
+	if opts.Store == StorePostgres {
+		// Connect and migrate now: a replica that cannot reach its
+		// database says so at start, not on its first request.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := pg.open(ctx, opts.DSNEnv)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("server: PostgreSQL store: %w", err)
+		}
+	}
+	wss, err := newWorkspaces(opts.Dir, opts.Root, !opts.NoWatch, log, pg, opts.Store, opts.DSNEnv)
 	if err != nil {
+		pg.close()
 		return nil, err
 	}
 	s := &Server{opts: opts, log: log, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), wss: wss}

@@ -69,6 +69,10 @@ type Engine struct {
 	Placement            messages.Placement
 	ConsolidateThreshold int // <0: off
 
+	// sessionStore is the shared PostgreSQL session store; nil means
+	// each session keeps its own file store.
+	sessionStore *session.PGStore
+
 	mu       sync.Mutex
 	sessions map[string]*session.Session
 }
@@ -99,12 +103,16 @@ func (ws *Workspace) Engine() (*Engine, error) {
 	if err != nil {
 		return nil, Errorf(http.StatusServiceUnavailable, "llm_not_configured", "%v; configure llm: in loom.yaml or LOOM_LLM_* in the server's environment", err)
 	}
-	store, err := ws.store()
+	store, err := ws.store(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	be, err := ws.backend(context.Background())
 	if err != nil {
 		return nil, err
 	}
 	counter := Counter(nil, "", lc.Model)
-	e = &Engine{Config: cfg, LLM: lc, Client: client, Store: store, Counter: counter, Location: time.UTC,
+	e = &Engine{Config: cfg, LLM: lc, Client: client, Store: store, Counter: counter, Location: time.UTC, sessionStore: be.sessions,
 		Placement: messages.Placement(cfg.Runtime.Placement), ConsolidateThreshold: -1, sessions: map[string]*session.Session{}}
 	if cfg.Timezone != "" {
 		if loc, err := time.LoadLocation(cfg.Timezone); err == nil {
@@ -156,6 +164,9 @@ func (e *Engine) Session(ctx context.Context, ws *Workspace, o SessionOptions) (
 		Workspace: ws.Door, Builder: ws.Builder, Prompt: po, Counter: e.Counter,
 		Key: o.Key, Channel: o.Channel, User: o.User, Location: e.Location, Placement: e.Placement,
 		Client: e.Client, Logger: ws.log,
+	}
+	if e.sessionStore != nil {
+		so.Store = e.sessionStore
 	}
 	if e.Extract != nil {
 		so.Extract = e.Extract
@@ -223,6 +234,8 @@ func turnProblem(err error) *Problem {
 	var api *llm.APIError
 	var unreach *llm.UnreachableError
 	switch {
+	case errors.Is(err, memory.ErrUnavailable):
+		return storeProblem(err).(*Problem)
 	case errors.As(err, &api):
 		status := http.StatusBadGateway
 		if api.StatusCode == http.StatusTooManyRequests {
@@ -311,7 +324,11 @@ func (s *Server) sessionMessages(r *http.Request, ws *Workspace) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := session.NewWorkspaceFileStore(ws.Door, session.FileOptions{}).Load(r.Context(), id)
+	store, err := ws.SessionStore(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Load(r.Context(), id)
 	if err != nil {
 		return nil, err
 	}

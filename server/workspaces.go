@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
@@ -30,9 +29,10 @@ type Workspace struct {
 	mu        sync.Mutex
 	rendered  map[*prompt.Result]*encoded // encoded bodies of the builder's latest results
 	locks     map[string]*sessionLock     // one lock per session id
-	mem       memory.Store                // opened on first use
-	engine    *Engine                     // built on first turn
-	skills    *skills.Set                 // the last set loaded, at skillsGen
+	be        *backend                    // where its state is kept, decided on first use
+	wss       *workspaces
+	engine    *Engine     // built on first turn
+	skills    *skills.Set // the last set loaded, at skillsGen
 	skillsGen uint64
 	log       *slog.Logger
 }
@@ -50,13 +50,17 @@ type workspaces struct {
 	dir, root string
 	watch     bool
 	log       *slog.Logger
+	// store and dsnEnv are the operator's choice (Options.Store, DSNEnv);
+	// pg holds the PostgreSQL connections.
+	store, dsnEnv string
+	pg            *pgDBs
 
 	mu   sync.Mutex
 	open map[string]*Workspace
 }
 
-func newWorkspaces(dir, root string, watch bool, log *slog.Logger) (*workspaces, error) {
-	wss := &workspaces{watch: watch, log: log, open: map[string]*Workspace{}}
+func newWorkspaces(dir, root string, watch bool, log *slog.Logger, pg *pgDBs, store, dsnEnv string) (*workspaces, error) {
+	wss := &workspaces{watch: watch, log: log, open: map[string]*Workspace{}, pg: pg, store: store, dsnEnv: dsnEnv}
 	var err error
 	if dir != "" {
 		if wss.dir, err = filepath.Abs(dir); err != nil {
@@ -130,7 +134,7 @@ func (wss *workspaces) get(name string) (*Workspace, error) {
 		}
 	}
 	w := &Workspace{Name: name, Door: door, Builder: prompt.New(door), log: wss.log.With("workspace", name),
-		rendered: map[*prompt.Result]*encoded{}, locks: map[string]*sessionLock{}}
+		rendered: map[*prompt.Result]*encoded{}, locks: map[string]*sessionLock{}, wss: wss}
 	wss.open[name] = w
 	return w, nil
 }
@@ -166,11 +170,12 @@ func (wss *workspaces) close() error {
 	var errs []error
 	for name, w := range wss.open {
 		errs = append(errs, w.Builder.Close(), w.Door.Close())
-		if w.mem != nil {
-			errs = append(errs, w.mem.Close())
+		if w.be != nil && w.be.mem != nil {
+			errs = append(errs, w.be.mem.Close())
 		}
 		delete(wss.open, name)
 	}
+	errs = append(errs, wss.pg.close())
 	return errors.Join(errs...)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/gateway"
 	"github.com/loomctx/loom/server"
 )
@@ -33,6 +34,8 @@ type Options struct {
 	MaxBodyBytes int64
 	DrainTimeout time.Duration
 	NoWatch      bool
+	Store        string
+	DSNEnv       string
 
 	// Mounts, when set, attach other front ends to the server before it
 	// serves (the gateway, MCP, the inspector).
@@ -70,10 +73,24 @@ its requests get the workspace's prompt, memory, skills and runtime context,
 then go on to the upstream in loom.yaml's llm: section (package gateway).
 
 The API is described at GET /v1/openapi.json; Prometheus metrics are at
-GET /metrics. SIGTERM or Ctrl-C stops taking requests, lets running ones
+GET /metrics.
+
+--store postgres keeps every workspace's memories, sessions and memory files
+(MEMORY.md, HISTORY.md) in PostgreSQL, so several replicas behind a load
+balancer serve the same state: a turn holds its session's lock across
+replicas, and a memory written on one replica is in the next prompt rendered
+on any other. The DSN is read from the variable --dsn-env names (LOOM_PG_DSN
+by default) and is never logged. Without --store, each workspace's loom.yaml
+decides (memory: {store: postgres, dsn_env: LOOM_PG_DSN}); SQLite and files
+in the workspace folder are the default. While PostgreSQL is out of reach,
+requests that need it get 503 (code store_unavailable, Retry-After) and the
+pool reconnects by itself.
+
+SIGTERM or Ctrl-C stops taking requests, lets running ones
 finish and drains queued work, within --drain-timeout.`,
 		Example: `  loom serve -w ./agent
   loom serve --root ./workspaces --addr 0.0.0.0:7411 --token-env LOOM_TOKENS --log-format json
+  LOOM_PG_DSN=postgres://loom@db/loom loom serve -w ./agent --store postgres
   curl -s localhost:7411/v1/workspaces/default/render -H 'Content-Type: application/json' -d '{"channel":"slack"}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -87,6 +104,17 @@ finish and drains queued work, within --drain-timeout.`,
 			case "text", "json":
 			default:
 				return cmdutil.FlagErrorf("--log-format must be text or json")
+			}
+			switch opts.Store {
+			case "", server.StoreSQLite, server.StorePostgres:
+			default:
+				return cmdutil.FlagErrorf("--store must be sqlite or postgres")
+			}
+			if cmd.Flags().Changed("dsn-env") && opts.Store != server.StorePostgres {
+				return cmdutil.FlagErrorf("--dsn-env needs --store postgres")
+			}
+			if opts.Store == server.StorePostgres && !validEnvName(opts.DSNEnv) {
+				return cmdutil.FlagErrorf("--dsn-env %q is not a variable name", opts.DSNEnv)
 			}
 			if _, err := parseLevel(opts.LogLevel); err != nil {
 				return cmdutil.FlagErrorf("--log-level: %v", err)
@@ -113,7 +141,21 @@ finish and drains queued work, within --drain-timeout.`,
 	fl.Int64Var(&opts.MaxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body")
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", server.DefaultDrainTimeout, "longest wait for running requests and queued work at shutdown")
 	fl.BoolVar(&opts.NoWatch, "no-watch", false, "do not watch workspaces (every render checks the disk)")
+	fl.StringVar(&opts.Store, "store", "", "where memories and sessions are kept: sqlite or postgres (default: each loom.yaml's memory.store, else sqlite)")
+	fl.StringVar(&opts.DSNEnv, "dsn-env", config.DefaultDSNEnv, "variable holding the PostgreSQL DSN, with --store postgres")
 	return cmd
+}
+
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -148,9 +190,13 @@ func Run(ctx context.Context, opts *Options) error {
 	if err := server.CheckAddr(opts.Addr, len(tokens) > 0); err != nil {
 		return cmdutil.FlagErrorf("%v", err)
 	}
+	if opts.Store == server.StorePostgres && strings.TrimSpace(os.Getenv(opts.DSNEnv)) == "" {
+		return cmdutil.FlagErrorf("--store postgres: %s is empty or unset; put the PostgreSQL DSN there (or name another variable with --dsn-env)", opts.DSNEnv)
+	}
 	s, err := server.New(server.Options{
 		Dir: opts.Dir, Root: opts.Root, Tokens: tokens, Logger: log,
 		MaxBodyBytes: opts.MaxBodyBytes, DrainTimeout: opts.DrainTimeout, NoWatch: opts.NoWatch,
+		Store: opts.Store, DSNEnv: opts.DSNEnv,
 	})
 	if err != nil {
 		return err
@@ -163,12 +209,24 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 	}
 	return s.ListenAndServe(ctx, opts.Addr, func(a net.Addr) {
-		log.Info("serving", "addr", a.String(), "workspaces", describe(opts))
+		log.Info("serving", "addr", a.String(), "workspaces", describe(opts), "store", storeName(opts))
 		fmt.Fprintf(opts.IO.ErrOut, "loom: serving on http://%s\n", a)
 		if opts.Started != nil {
 			opts.Started(a)
 		}
 	})
+}
+
+// storeName says where state is kept, naming the DSN's variable, never
+// its value.
+func storeName(o *Options) string {
+	if o.Store == server.StorePostgres {
+		return "postgres (DSN from $" + o.DSNEnv + ")"
+	}
+	if o.Store == "" {
+		return "per loom.yaml"
+	}
+	return o.Store
 }
 
 func describe(o *Options) string {

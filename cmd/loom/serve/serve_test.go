@@ -21,6 +21,9 @@ func TestFlags(t *testing.T) {
 		{[]string{"-w", ".", "--root", "."}, "cannot be used together"},
 		{[]string{"--log-format", "xml"}, "--log-format"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
+		{[]string{"--store", "mysql"}, "--store must be sqlite or postgres"},
+		{[]string{"--dsn-env", "LOOM_X"}, "--dsn-env needs --store postgres"},
+		{[]string{"--store", "postgres", "--dsn-env", "1BAD"}, "not a variable name"},
 	} {
 		cmd := NewCmdServe(ios, func(*Options) error { return nil })
 		cmd.SetArgs(tc.args)
@@ -42,6 +45,17 @@ func TestRefusesOpenAddrWithoutTokens(t *testing.T) {
 	err = Run(context.Background(), &Options{IO: ios, Dir: t.TempDir(), Addr: "0.0.0.0:0", TokenEnv: "LOOM_TEST_EMPTY", LogFormat: "text", LogLevel: "info"})
 	if err == nil || !strings.Contains(err.Error(), "empty or unset") {
 		t.Fatalf("empty token variable: %v", err)
+	}
+}
+
+// --store postgres with its variable empty stops before serving, naming
+// the variable; the DSN is never printed (there is none to print here).
+func TestStorePostgresNeedsDSN(t *testing.T) {
+	ios, _, _, _ := cmdutil.Test()
+	t.Setenv("LOOM_TEST_DSN", "")
+	err := Run(context.Background(), &Options{IO: ios, Dir: t.TempDir(), Addr: "127.0.0.1:0", Store: "postgres", DSNEnv: "LOOM_TEST_DSN", LogFormat: "text", LogLevel: "info"})
+	if err == nil || !strings.Contains(err.Error(), "LOOM_TEST_DSN is empty or unset") {
+		t.Fatalf("got %v", err)
 	}
 }
 

@@ -1,0 +1,98 @@
+package prompt
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/loomctx/loom/memory"
+)
+
+// MemorySource is where a builder reads structured memories when they are
+// not in the workspace's SQLite database: a store shared by several server
+// replicas (PostgreSQL's, in package memory/pgstore), say.
+type MemorySource interface {
+	// List returns the memories a prompt for q.User holds.
+	List(ctx context.Context, q memory.Query) ([]memory.Memory, error)
+	// Version grows whenever the memories may have changed, written
+	// through this replica or another. ok is false while changes can go
+	// unseen; the builder then lists them again on every render.
+	Version() (v uint64, ok bool)
+}
+
+// SetMemorySource makes the builder read memories from src instead of the
+// workspace's memory database; nil goes back to the database. The builder
+// does not close src. Renders from then on use it: nothing cached from
+// the previous source is reused.
+func (b *Builder) SetMemorySource(src MemorySource) {
+	b.mu.Lock()
+	b.src = src
+	b.mu.Unlock()
+	b.Invalidate()
+}
+
+// Invalidate tells the builder that its memories changed (a write it could
+// not see: through another handle on the store, say), so the next render
+// lists them again instead of reusing its last result. Safe to call at any
+// time, from any goroutine.
+func (b *Builder) Invalidate() {
+	b.memEpoch.Add(1)
+	b.mu.Lock()
+	b.memFP, b.memSelKey, b.memSel, b.memList = "", "", nil, nil
+	b.last = nil
+	b.mu.Unlock()
+}
+
+// memorySource is the source set with SetMemorySource, or nil.
+func (b *Builder) memorySource() MemorySource {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.src
+}
+
+// unknownStamps makes stamps that never match, for a source that cannot
+// tell whether it changed.
+var unknownStamps atomic.Uint64
+
+// memStamp is the memories' state as far as the builder can tell without
+// reading them: the local invalidations, and the source's version. A
+// render is reused without gathering only while it is unchanged. "" means
+// the state is unknown, which no reuse may match.
+func (b *Builder) memStamp() string {
+	e := strconv.FormatUint(b.memEpoch.Load(), 10)
+	src := b.memorySource()
+	if src == nil {
+		return e
+	}
+	v, ok := src.Version()
+	if !ok {
+		return ""
+	}
+	return e + "/" + strconv.FormatUint(v, 10)
+}
+
+// listFromSource lists the memories of the render's user from src. The
+// fingerprint it returns keys the builder's listing and selection caches
+// as the database file's size and time do: the version is read before the
+// listing, so a change landing in between is listed again next time.
+func (b *Builder) listFromSource(ctx context.Context, st *state, src MemorySource) (list []memory.Memory, fp string, err error) {
+	stamp := b.memStamp()
+	if stamp == "" {
+		stamp = "?" + strconv.FormatUint(unknownStamps.Add(1), 10)
+	}
+	fp = "source:" + stamp + "\x00" + st.opts.User
+	b.mu.Lock()
+	list, known := b.memList, b.memFP == fp
+	b.mu.Unlock()
+	if known {
+		return list, fp, nil
+	}
+	list, err = src.List(ctx, memory.Query{User: st.opts.User})
+	if err != nil {
+		return nil, "", err
+	}
+	b.mu.Lock()
+	b.memList, b.memFP = list, fp
+	b.mu.Unlock()
+	return list, fp, nil
+}

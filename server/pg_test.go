@@ -1,0 +1,177 @@
+package server_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loomctx/loom/internal/testenv"
+	"github.com/loomctx/loom/server"
+)
+
+// pgReplica is one server on the shared database, as one replica.
+func pgReplica(t *testing.T, dir, dsn string) *client {
+	t.Helper()
+	_, c := newServer(t, server.Options{Dir: dir, Store: server.StorePostgres,
+		Getenv: func(k string) string {
+			if k == "LOOM_PG_DSN" {
+				return dsn
+			}
+			return ""
+		}})
+	return c
+}
+
+// uniqueWorkspace keeps this test's rows apart from other tests' in the
+// shared database.
+func uniqueWorkspace(t *testing.T) {
+	var b [6]byte
+	rand.Read(b[:])
+	t.Setenv("LOOM_PG_WORKSPACE", t.Name()+"/"+hex.EncodeToString(b[:]))
+}
+
+// Two replicas on one PostgreSQL share memories, sessions and prompts:
+// what one writes, the other's next render and session read hold, and
+// nothing lands in the workspace folder.
+func TestPGReplicasShareState(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	uniqueWorkspace(t)
+	dir, _ := modelWorkspace(t, "Noted.", "unused")
+	a, b := pgReplica(t, dir, dsn), pgReplica(t, dir, dsn)
+
+	renderHas := func(c *client, text string) bool {
+		r := c.do("POST", "/v1/workspaces/default/render", map[string]any{"user": "ann"})
+		if r.Status != 200 {
+			t.Fatalf("render: %d %s", r.Status, r.Body)
+		}
+		var out server.RenderResponse
+		r.decode(t, &out)
+		return strings.Contains(out.Prompt, text)
+	}
+	// Both render first, so each has a cached prompt that must be dropped.
+	if renderHas(a, "oolong") || renderHas(b, "oolong") {
+		t.Fatal("memory in the prompt before it was written")
+	}
+	r := a.do("POST", "/v1/workspaces/default/memories", map[string]any{"category": "personal_fact", "content": "Ann drinks oolong.", "user": "ann"})
+	if r.Status != 201 {
+		t.Fatalf("add: %d %s", r.Status, r.Body)
+	}
+	var added server.MemoryList
+	r.decode(t, &added)
+	if !renderHas(a, "oolong") {
+		t.Fatal("the writing replica's next render lacks the memory")
+	}
+	// The other replica hears of it by NOTIFY; allow the notice's trip,
+	// well under the builder's 2 s reuse window.
+	waitFor(t, "replica b's render to hold the memory", func() bool { return renderHas(b, "oolong") })
+	if r := b.do("DELETE", "/v1/workspaces/default/memories/"+added.Memories[0].ID, nil); r.Status != 204 {
+		t.Fatalf("forget on b: %d %s", r.Status, r.Body)
+	}
+	if renderHas(b, "oolong") {
+		t.Fatal("the forgetting replica's next render still holds the memory")
+	}
+	waitFor(t, "replica a's render to drop the memory", func() bool { return !renderHas(a, "oolong") })
+
+	// Turns on one session alternate between replicas; both read it whole.
+	for i, c := range []*client{a, b, a, b} {
+		r := c.do("POST", "/v1/workspaces/default/sessions/shared-1/turns", map[string]any{"message": "turn " + string(rune('A'+i)), "user": "ann"})
+		if r.Status != 200 {
+			t.Fatalf("turn %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	for _, c := range []*client{a, b} {
+		var hist server.SessionMessages
+		c.do("GET", "/v1/workspaces/default/sessions/shared-1/messages", nil).decode(t, &hist)
+		if len(hist.Messages) != 8 {
+			t.Fatalf("session holds %d messages, want 8", len(hist.Messages))
+		}
+		for i := 0; i < 4; i++ {
+			if got := hist.Messages[2*i].Content.String(); got != "turn "+string(rune('A'+i)) {
+				t.Fatalf("message %d is %q", 2*i, got)
+			}
+			if got := hist.Messages[2*i+1].Content.String(); got != "Noted." {
+				t.Fatalf("message %d is %q", 2*i+1, got)
+			}
+		}
+	}
+	// messages with a session id reads the same session.
+	r = b.do("POST", "/v1/workspaces/default/messages", map[string]any{"message": "next", "session_id": "shared-1", "format": "json"})
+	if r.Status != 200 || !strings.Contains(string(r.Body), "turn D") {
+		t.Fatalf("messages from the shared session: %d %.300s", r.Status, r.Body)
+	}
+	for _, p := range []string{".loom/memory.db", ".loom/sessions"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+			t.Errorf("%s was written beside a PostgreSQL store", p)
+		}
+	}
+}
+
+// A PostgreSQL that cannot be reached gives a 503 problem with a stable
+// code and Retry-After, never the DSN; a workspace that asks for
+// PostgreSQL without a DSN gets a 503 naming the variable.
+func TestPGUnavailableIs503(t *testing.T) {
+	dir := writeWorkspace(t, t.TempDir())
+	if err := os.WriteFile(filepath.Join(dir, "loom.yaml"), []byte("memory:\n  store: postgres\n  dsn_env: LOOM_TEAM_DSN\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "s3cret-pass"
+	dsn := "postgres://loom:" + secret + "@127.0.0.1:1/loom?connect_timeout=2"
+	_, c := newServer(t, server.Options{Dir: dir, Getenv: func(k string) string {
+		if k == "LOOM_TEAM_DSN" {
+			return dsn
+		}
+		return ""
+	}})
+	for _, q := range []struct{ method, path string }{
+		{"GET", "/v1/workspaces/default/memories"},
+		{"POST", "/v1/workspaces/default/render"},
+		{"GET", "/v1/workspaces/default/sessions/s1/messages"},
+	} {
+		r := c.do(q.method, q.path, nil)
+		p := r.problem(t)
+		if r.Status != 503 || p.Code != server.CodeStoreUnavailable || r.Header.Get("Retry-After") == "" {
+			t.Errorf("%s %s: %d %s (Retry-After %q)", q.method, q.path, r.Status, r.Body, r.Header.Get("Retry-After"))
+		}
+		if strings.Contains(string(r.Body), secret) {
+			t.Errorf("%s %s: the DSN's password is in the response", q.method, q.path)
+		}
+	}
+
+	dir2 := writeWorkspace(t, t.TempDir())
+	os.WriteFile(filepath.Join(dir2, "loom.yaml"), []byte("memory:\n  store: postgres\n"), 0o644)
+	_, c2 := newServer(t, server.Options{Dir: dir2, Getenv: func(string) string { return "" }})
+	r := c2.do("GET", "/v1/workspaces/default/memories", nil)
+	if p := r.problem(t); r.Status != 503 || p.Code != "store_not_configured" || !strings.Contains(p.Detail, "LOOM_PG_DSN") {
+		t.Errorf("no DSN: %d %s", r.Status, r.Body)
+	}
+}
+
+// The operator's --store postgres connects at start: an unreachable
+// database stops the server from starting, without showing the DSN.
+func TestPGStoreFlagConnectsAtStart(t *testing.T) {
+	dir := writeWorkspace(t, t.TempDir())
+	_, err := server.New(server.Options{Dir: dir, Store: server.StorePostgres, Getenv: func(string) string {
+		return "postgres://loom:s3cret-pass@127.0.0.1:1/loom?connect_timeout=2"
+	}})
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "unavailable") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := server.New(server.Options{Dir: dir, Store: "mysql"}); err == nil {
+		t.Fatal("store mysql accepted")
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

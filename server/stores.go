@@ -1,0 +1,177 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/memory/pgstore"
+	"github.com/loomctx/loom/session"
+)
+
+// Store kinds for [Options.Store].
+const (
+	StoreSQLite   = config.StoreSQLite
+	StorePostgres = config.StorePostgres
+)
+
+// CodeStoreUnavailable is the problem code of a request that needed the
+// shared store (PostgreSQL) while it could not be reached: a 503 with
+// Retry-After, to be retried.
+const CodeStoreUnavailable = "store_unavailable"
+
+// pgDBs are the PostgreSQL connections of one server, one per DSN
+// variable, opened on first use and shared by every workspace.
+type pgDBs struct {
+	getenv func(string) string
+
+	mu  sync.Mutex
+	dbs map[string]*pgstore.DB
+}
+
+// open returns the DB whose DSN the variable env holds. The DSN is never
+// put in an error or a log line.
+func (p *pgDBs) open(ctx context.Context, env string) (*pgstore.DB, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if db := p.dbs[env]; db != nil {
+		return db, nil
+	}
+	dsn := strings.TrimSpace(p.getenv(env))
+	if dsn == "" {
+		return nil, fmt.Errorf("the PostgreSQL store needs a DSN in %s, which is empty or unset", env)
+	}
+	db, err := pgstore.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	if p.dbs == nil {
+		p.dbs = map[string]*pgstore.DB{}
+	}
+	p.dbs[env] = db
+	return db, nil
+}
+
+func (p *pgDBs) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for env, db := range p.dbs {
+		errs = append(errs, db.Close())
+		delete(p.dbs, env)
+	}
+	return errors.Join(errs...)
+}
+
+// backend is where one workspace keeps its memories and sessions.
+type backend struct {
+	kind string       // StoreSQLite or StorePostgres
+	db   *pgstore.DB  // with StorePostgres
+	key  string       // the workspace's name in the database
+	mem  memory.Store // opened on first use
+	// sessions is the PostgreSQL session store; nil means session files.
+	sessions *session.PGStore
+}
+
+// pgKey is the name a workspace's rows are kept under: the folder's path,
+// or LOOM_PG_WORKSPACE (plus the workspace's name when serving a root) so
+// that replicas mounting the folders at different paths agree.
+func (wss *workspaces) pgKey(w *Workspace) string {
+	if wss.root != "" {
+		if v := os.Getenv("LOOM_PG_WORKSPACE"); v != "" {
+			return v + "/" + w.Name
+		}
+	}
+	return pgstore.WorkspaceKey(w.Root())
+}
+
+// backend decides, once, where the workspace keeps its state: the
+// operator's --store, else loom.yaml's memory.store. A failure (a broken
+// loom.yaml, PostgreSQL out of reach) is not remembered: the next request
+// tries again.
+func (w *Workspace) backend(ctx context.Context) (*backend, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.be != nil {
+		return w.be, nil
+	}
+	kind, env := w.wss.store, w.wss.dsnEnv
+	cfg, err := config.Load(w.Door)
+	if err != nil {
+		return nil, Errorf(http.StatusUnprocessableEntity, "config_invalid", "%v", err)
+	}
+	if kind == "" {
+		kind, env = cfg.Memory.StoreKind(), cfg.Memory.DSNVar()
+	}
+	be := &backend{kind: kind}
+	if kind == StorePostgres {
+		db, err := w.wss.pg.open(ctx, env)
+		if err != nil {
+			return nil, storeProblem(err)
+		}
+		be.db, be.key = db, w.wss.pgKey(w)
+		be.sessions = session.NewPGStore(db, be.key)
+		mem := db.Memory(be.key, pgstore.WithCategories(categories(cfg)), pgstore.WithCache())
+		be.mem = mem
+		w.Builder.SetMemorySource(mem)
+	}
+	w.be = be
+	return be, nil
+}
+
+// storeProblem makes a store that could not be reached a 503 problem and
+// a missing DSN a 503 naming the variable; other errors pass unchanged.
+func storeProblem(err error) error {
+	var p *Problem
+	switch {
+	case err == nil || errors.As(err, &p):
+		return err
+	case errors.Is(err, memory.ErrUnavailable):
+		return Errorf(http.StatusServiceUnavailable, CodeStoreUnavailable, "the memory and session store is unavailable; retry shortly")
+	case strings.Contains(err.Error(), "needs a DSN in"):
+		return Errorf(http.StatusServiceUnavailable, "store_not_configured", "%v", err)
+	}
+	return err
+}
+
+func categories(cfg *config.Config) []memory.Category {
+	if len(cfg.Memory.Categories) == 0 {
+		return memory.DefaultCategories
+	}
+	cats := make([]memory.Category, len(cfg.Memory.Categories))
+	for i, c := range cfg.Memory.Categories {
+		cats[i] = memory.Category{Name: c.Name, Label: c.Label}
+	}
+	return cats
+}
+
+// SessionStore returns where the workspace's sessions are kept: the
+// shared PostgreSQL store when the workspace uses it (Close leaves it
+// open), else a file store under .loom/sessions/. Front ends mounted on
+// the server (the gateway) save their turns through it.
+func (w *Workspace) SessionStore(ctx context.Context) (session.Store, error) {
+	be, err := w.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if be.sessions != nil {
+		return be.sessions, nil
+	}
+	return session.NewWorkspaceFileStore(w.Door, session.FileOptions{}), nil
+}
+
+// StoreKind says where the workspace keeps its state: "sqlite" or
+// "postgres".
+func (w *Workspace) StoreKind(ctx context.Context) (string, error) {
+	be, err := w.backend(ctx)
+	if err != nil {
+		return "", err
+	}
+	return be.kind, nil
+}
