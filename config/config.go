@@ -397,8 +397,8 @@ func (c *Config) fillDefaults(def *Config) {
 }
 
 var (
-	sectionName = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
-	envName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	sectionName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]*$`) })
+	envName     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // validate checks values that decode fine but mean nothing. Only keys the
@@ -422,7 +422,7 @@ func (c *Config) validate() error {
 	}
 	names := func(key string, list []string) {
 		for i, s := range list {
-			if !sectionName.MatchString(s) {
+			if !sectionName().MatchString(s) {
 				fail(indexKey(key, i), "%q is not a section name (lowercase letters, digits, _ and -)", s)
 			}
 		}
@@ -439,7 +439,7 @@ func (c *Config) validate() error {
 	positive("budget.total", int64(c.Budget.Total))
 	for _, k := range sortedKeys(c.Budget.Sections) {
 		key := "budget.sections." + k
-		if !sectionName.MatchString(k) {
+		if !sectionName().MatchString(k) {
 			fail(key, "%q is not a section name (lowercase letters, digits, _ and -)", k)
 		}
 		positive(key, int64(c.Budget.Sections[k]))
@@ -473,7 +473,7 @@ func (c *Config) validate() error {
 	for i, cat := range c.Memory.Categories {
 		key := indexKey("memory.categories", i)
 		switch {
-		case !sectionName.MatchString(cat.Name):
+		case !sectionName().MatchString(cat.Name):
 			fail(key+".name", "%q is not a category name (lowercase letters, digits, _ and -)", cat.Name)
 		case strings.TrimSpace(cat.Label) == "":
 			fail(key+".label", "category %q needs a label", cat.Name)
@@ -505,7 +505,7 @@ func (c *Config) validate() error {
 		}
 	}
 	nonEmpty("llm.model", c.LLM.Model)
-	if c.has("llm.api_key_env") && !envName.MatchString(c.LLM.APIKeyEnv) {
+	if c.has("llm.api_key_env") && !envName().MatchString(c.LLM.APIKeyEnv) {
 		fail("llm.api_key_env", "%q is not an environment variable name", c.LLM.APIKeyEnv)
 	}
 	if c.has("llm.timeout") && c.LLM.Timeout <= 0 {

@@ -3,6 +3,7 @@ package messages
 import (
 	_ "embed"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 )
@@ -14,7 +15,9 @@ import (
 var runtimeText string
 
 var (
-	runtimeTmpl = template.Must(template.New("runtime").Parse(strings.TrimRight(runtimeText, "\n")))
+	runtimeTmpl = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("runtime").Parse(strings.TrimRight(runtimeText, "\n")))
+	})
 	// RuntimeOpen and RuntimeClose are the first and last lines of every
 	// runtime context block.
 	RuntimeOpen, RuntimeClose = markers(runtimeText)
@@ -73,7 +76,7 @@ func RuntimeBlock(rt Runtime) string {
 		SenderID: oneLine(rt.SenderID),
 	}
 	var b strings.Builder
-	if err := runtimeTmpl.Execute(&b, data); err != nil {
+	if err := runtimeTmpl().Execute(&b, data); err != nil {
 		// The template is embedded and its data are plain strings; a failure
 		// here is a build defect, caught by the tests.
 		panic("messages: runtime template: " + err.Error())

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/loomctx/loom/md"
@@ -16,9 +17,11 @@ const PromptsDir = "agent/prompts"
 // placeholder matches {{ default_prompt }}, its alias {{ nao_prompt }}, and
 // {{ section:NAME }}, with any whitespace inside the braces. Other {{…}} text
 // is left alone, so JSON and templates in an override stay as written.
-var placeholder = regexp.MustCompile(`\{\{\s*(default_prompt|nao_prompt|section\s*:\s*([^}\s]*))\s*\}\}`)
+var placeholder = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\{\{\s*(default_prompt|nao_prompt|section\s*:\s*([^}\s]*))\s*\}\}`)
+})
 
-var channelName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+var channelName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`) })
 
 // findOverride returns the override file for the channel: first
 // agent/prompts/<channel>.md, then system.md; with no channel only system.md.
@@ -27,7 +30,7 @@ var channelName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 func (st *state) findOverride() *workspace.File {
 	var names []string
 	if ch := st.opts.Channel; ch != "" {
-		if channelName.MatchString(ch) {
+		if channelName().MatchString(ch) {
 			names = append(names, ch+".md")
 		} else {
 			st.diags.Add(workspace.Warning, "", 0, "prompt.channel-name", "channel %q is not a valid name (lowercase letters, digits, - and _); its override is not looked up", ch)
@@ -49,7 +52,7 @@ func (st *state) findOverride() *workspace.File {
 // string replacement, so "$" in it means nothing special.
 func (st *state) applyOverride(f *workspace.File, def md.Node, sections map[string]md.Node) md.Node {
 	text := strings.TrimRight(f.Text, "\n")
-	locs := placeholder.FindAllStringSubmatchIndex(text, -1)
+	locs := placeholder().FindAllStringSubmatchIndex(text, -1)
 	if len(locs) == 0 {
 		st.nearMisses(f, text)
 		var kept []md.Node
@@ -101,16 +104,16 @@ func (st *state) applyOverride(f *workspace.File, def md.Node, sections map[stri
 
 // nearMiss matches any {{ … }} that is not too long, to look for
 // placeholders written with the wrong case or spacing.
-var nearMiss = regexp.MustCompile(`\{\{([^{}\n]{1,80})\}\}`)
+var nearMiss = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{\{([^{}\n]{1,80})\}\}`) })
 
 // nearMisses warns about {{ … }} that was probably meant as a placeholder
 // but does not match one exactly ({{ NAO_PROMPT }}, {{default prompt}},
 // {{ Section:skills }}): without a warning, a file whose only placeholder is
 // misspelt silently replaces the whole prompt.
 func (st *state) nearMisses(f *workspace.File, text string) {
-	for _, loc := range nearMiss.FindAllStringSubmatchIndex(text, -1) {
+	for _, loc := range nearMiss().FindAllStringSubmatchIndex(text, -1) {
 		whole := text[loc[0]:loc[1]]
-		if placeholder.MatchString(whole) {
+		if placeholder().MatchString(whole) {
 			continue
 		}
 		if meant := meantPlaceholder(text[loc[2]:loc[3]]); meant != "" {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/loomctx/loom/internal/atomicfile"
@@ -68,13 +69,13 @@ func NewWorkspaceFileStore(ws *workspace.Workspace, opts FileOptions) *FileStore
 	return s
 }
 
-var unsafeKey = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+var unsafeKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]`) })
 
 // FileName is the file name of a session key: every character other than
 // letters, digits, '.', '_' and '-' becomes '_' (a nanobot key "cli:ana"
 // gives the nanobot file name cli_ana.jsonl).
 func FileName(key string) string {
-	name := unsafeKey.ReplaceAllString(key, "_")
+	name := unsafeKey().ReplaceAllString(key, "_")
 	if strings.Trim(name, ".") == "" {
 		name = strings.ReplaceAll(name, ".", "_")
 	}

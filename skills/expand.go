@@ -106,7 +106,7 @@ func cutMiddle(body string, max int, path string) (string, int) {
 	}
 	runes := []rune(body)
 	// Leave room for the marker, then split what is left evenly.
-	marker := execute(cutTmpl, struct {
+	marker := execute(cutTmpl(), struct {
 		Cut  int
 		Path string
 	}{n, path})
@@ -125,7 +125,7 @@ func cutMiddle(body string, max int, path string) (string, int) {
 		tailStart += k + 1
 	}
 	cut := tailStart - headEnd
-	marker = execute(cutTmpl, struct {
+	marker = execute(cutTmpl(), struct {
 		Cut  int
 		Path string
 	}{cut, path})

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -219,11 +220,11 @@ func slowFrontmatter(path, src string, lines map[string]int, diags *workspace.Di
 			msg = te.Errors[0]
 		}
 		line := body.Line
-		if m := decodeLine.FindStringSubmatch(msg); m != nil {
+		if m := decodeLine().FindStringSubmatch(msg); m != nil {
 			// "line 2: mapping key "name" already defined at line 1", in
 			// frontmatter lines: say them as file lines.
 			n, _ := strconv.Atoi(m[1])
-			line, msg = n, atLine.ReplaceAllStringFunc(m[2], func(s string) string {
+			line, msg = n, atLine().ReplaceAllStringFunc(m[2], func(s string) string {
 				k, _ := strconv.Atoi(strings.TrimPrefix(s, "at line "))
 				return "at line " + strconv.Itoa(k+1)
 			})
@@ -241,8 +242,8 @@ func slowFrontmatter(path, src string, lines map[string]int, diags *workspace.Di
 }
 
 var (
-	decodeLine = regexp.MustCompile(`^line (\d+): (.*)$`)
-	atLine     = regexp.MustCompile(`at line \d+`)
+	decodeLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line (\d+): (.*)$`) })
+	atLine     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`at line \d+`) })
 )
 
 // parseYAML parses src, capped and linear (see package yamlsafe).
@@ -361,7 +362,7 @@ func srcLine(src string, n int) (string, bool) {
 
 // colonLine is a top-level "key: value" line whose plain value may hold a
 // colon.
-var colonLine = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*):[ \t]+(.*\S)[ \t]*$`)
+var colonLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*):[ \t]+(.*\S)[ \t]*$`) })
 
 // quoteColonValues rewrites top-level "key: a: b" lines as `key: "a: b"`, the
 // usual hand-written mistake, and returns the lines (1-based) it changed.
@@ -369,7 +370,7 @@ func quoteColonValues(src string) (string, []int) {
 	lines := strings.Split(src, "\n")
 	var changed []int
 	for i, line := range lines {
-		m := colonLine.FindStringSubmatch(line)
+		m := colonLine().FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/loomctx/loom/md"
@@ -16,8 +17,8 @@ var textFS embed.FS
 var (
 	assistantIntro = mustRead("text/assistant.md")
 	analystIntro   = mustRead("text/analyst.md")
-	moreTmpl       = template.Must(template.ParseFS(textFS, "text/more.tmpl"))
-	cutTmpl        = template.Must(template.ParseFS(textFS, "text/cut.tmpl"))
+	moreTmpl       = sync.OnceValue(func() *template.Template { return template.Must(template.ParseFS(textFS, "text/more.tmpl")) })
+	cutTmpl        = sync.OnceValue(func() *template.Template { return template.Must(template.ParseFS(textFS, "text/cut.tmpl")) })
 )
 
 func mustRead(name string) string {
@@ -228,7 +229,7 @@ func moreNotice(list []*Skill) func(int) md.Node {
 	sort.Strings(dirs)
 	where := joinAnd(dirs)
 	return func(n int) md.Node {
-		return md.Raw(execute(moreTmpl, struct {
+		return md.Raw(execute(moreTmpl(), struct {
 			N     int
 			Where string
 		}{n, where}))

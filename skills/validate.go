@@ -2,6 +2,7 @@ package skills
 
 import (
 	"regexp"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/loomctx/loom/workspace"
@@ -16,7 +17,7 @@ const (
 
 // namePattern is the spec's name rule: lowercase letters, digits and single
 // hyphens between them.
-var namePattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`) })
 
 // validate checks fm against the Agent Skills rules. want is the name the
 // skill's folder (or flat file) gives it. Every problem is a warning: the
@@ -34,7 +35,7 @@ func validate(path, want string, fm *Frontmatter, diags *workspace.Diagnostics) 
 		if n > MaxNameLen {
 			diags.Add(workspace.Warning, path, line, "skill.name", "name is %d characters; the limit is %d", n, MaxNameLen)
 		}
-		if !namePattern.MatchString(name) {
+		if !namePattern().MatchString(name) {
 			diags.Add(workspace.Warning, path, line, "skill.name", "name %q should be lowercase a-z, 0-9 and single hyphens, not starting or ending with one", name)
 		}
 		if name != want {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Mask replaces what is removed.
@@ -14,7 +15,7 @@ const Mask = "REDACTED"
 
 // urlPattern finds URLs inside free text: a scheme, "://", then everything
 // up to a space or a quote.
-var urlPattern = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.\-]*://[^\s"'<>` + "`" + `]+`)
+var urlPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.\-]*://[^\s"'<>` + "`" + `]+`) })
 
 // String returns s with every URL in it redacted (see URL). Text without
 // "://" is returned as it is, without a regexp pass.
@@ -22,7 +23,7 @@ func String(s string) string {
 	if !strings.Contains(s, "://") {
 		return s
 	}
-	return urlPattern.ReplaceAllStringFunc(s, URL)
+	return urlPattern().ReplaceAllStringFunc(s, URL)
 }
 
 // URL returns raw with the userinfo password and every secret query

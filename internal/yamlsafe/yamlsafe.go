@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -101,7 +102,7 @@ func Parse(data []byte, lim Limits) (*yaml.Node, error) {
 	return body, nil
 }
 
-var lineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var lineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // parserErrors are the messages of yaml.v3's parser (as opposed to its
 // scanner). For these it prints a 0-based line, and none at all for the
@@ -125,7 +126,7 @@ var parserErrors = []string{
 func convert(err error, data []byte) error {
 	msg := strings.TrimPrefix(strings.Join(strings.Fields(err.Error()), " "), "yaml: ")
 	line := 0
-	if m := lineRE.FindStringSubmatch("yaml: " + msg); m != nil {
+	if m := lineRE().FindStringSubmatch("yaml: " + msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"text/template"
 	"time"
@@ -33,7 +34,7 @@ var (
 	systemPrompt string
 	//go:embed user.md
 	userText string
-	userTmpl = template.Must(template.New("user.md").Parse(userText))
+	userTmpl = sync.OnceValue(func() *template.Template { return template.Must(template.New("user.md").Parse(userText)) })
 )
 
 // Counter counts tokens; tokens.Counter satisfies it.
@@ -268,7 +269,7 @@ type saveArgs struct {
 
 func (c *Consolidator) request(current, transcript string, force bool) (llm.Request, error) {
 	var b bytes.Buffer
-	if err := userTmpl.Execute(&b, struct{ Memory, Transcript string }{strings.TrimSpace(current), transcript}); err != nil {
+	if err := userTmpl().Execute(&b, struct{ Memory, Transcript string }{strings.TrimSpace(current), transcript}); err != nil {
 		return llm.Request{}, err
 	}
 	req := llm.Request{

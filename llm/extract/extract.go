@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"text/template"
 	"unicode/utf8"
 
@@ -37,7 +38,7 @@ var (
 	systemPrompt string
 	//go:embed user.md
 	userText string
-	userTmpl = template.Must(template.New("user.md").Parse(userText))
+	userTmpl = sync.OnceValue(func() *template.Template { return template.Must(template.New("user.md").Parse(userText)) })
 )
 
 // Options configure an Extractor.
@@ -191,7 +192,7 @@ func (e *Extractor) request(job Job, existing []memory.Memory, noSchema bool) (l
 		}
 	}
 	var b bytes.Buffer
-	if err := userTmpl.Execute(&b, data); err != nil {
+	if err := userTmpl().Execute(&b, data); err != nil {
 		return llm.Request{}, fmt.Errorf("extract: user.md: %w", err)
 	}
 	temp := 0.0

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync"
 )
 
 //go:embed data/*.md
@@ -32,7 +33,9 @@ var (
 	forkTemplate string
 )
 
-func init() {
+// load parses the embedded channel files on first use, not at start-up,
+// which every command would pay for.
+var load = sync.OnceFunc(func() {
 	byName = map[string]Channel{}
 	entries, err := fs.ReadDir(dataFS, "data")
 	if err != nil {
@@ -60,7 +63,7 @@ func init() {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-}
+})
 
 func parse(name, text string) (Channel, error) {
 	first, _, _ := strings.Cut(text, "\n")
@@ -73,16 +76,21 @@ func parse(name, text string) (Channel, error) {
 
 // Get returns the channel named name, matched case-insensitively.
 func Get(name string) (Channel, bool) {
+	load()
 	c, ok := byName[strings.ToLower(strings.TrimSpace(name))]
 	return c, ok
 }
 
 // Names lists the known channels, sorted.
-func Names() []string { return slices.Clone(names) }
+func Names() []string {
+	load()
+	return slices.Clone(names)
+}
 
 // ChatLink returns the conversation-link section for url. The URL is
 // inserted as it is: no character in it has a special meaning.
 func ChatLink(url string) string {
+	load()
 	return strings.ReplaceAll(chatLinkTemplate, "{{chat_url}}", url)
 }
 
@@ -95,6 +103,7 @@ func Fork(title, author, selection string) string {
 		author = "an unknown author"
 	}
 	// One pass, so a title that contains "{{author}}" stays as written.
+	load()
 	intro := strings.NewReplacer("{{title}}", title, "{{author}}", author).Replace(forkTemplate)
 	var b strings.Builder
 	b.WriteString(intro)

@@ -9,5 +9,6 @@ func ForkIntro(title, author string) string {
 	if strings.TrimSpace(author) == "" {
 		author = "an unknown author"
 	}
+	load()
 	return strings.TrimRight(strings.NewReplacer("{{title}}", title, "{{author}}", author).Replace(forkTemplate), "\n")
 }

@@ -332,7 +332,7 @@ type frontMatter struct {
 	Extend  bool     `yaml:"extend"`
 }
 
-var typeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+var typeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`) })
 
 // Parse reads one dialect file; file names it in errors and its base name,
 // without .md, is the dialect's name.
@@ -342,7 +342,7 @@ func Parse(file, text string) (Parsed, error) {
 	fail := func(line int, format string, args ...any) (Parsed, error) {
 		return Parsed{}, &ParseError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
-	if !typeName.MatchString(name) {
+	if !typeName().MatchString(name) {
 		return fail(0, "%q is not a dialect name (lowercase letters, digits, _ . and -)", name)
 	}
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
@@ -444,7 +444,7 @@ func (p *Parsed) frontMatter(file, text string) error {
 		p.Matches = nil
 		for _, m := range fm.Matches {
 			m = strings.ToLower(strings.TrimSpace(m))
-			if !typeName.MatchString(m) {
+			if !typeName().MatchString(m) {
 				return fail("matches", "%q is not a connection type", m)
 			}
 			if !slices.Contains(p.Matches, m) {
@@ -496,9 +496,9 @@ func decodeStrict(text string, v any) (err error) {
 	if err := dec.Decode(v); err != nil {
 		msg := strings.TrimPrefix(strings.Join(strings.Fields(err.Error()), " "), "yaml: ")
 		msg = strings.TrimPrefix(msg, "unmarshal errors: ")
-		if m := lineMsg.FindStringSubmatch(msg); m != nil {
+		if m := lineMsg().FindStringSubmatch(msg); m != nil {
 			n, _ := strconv.Atoi(m[1])
-			return &yamlsafe.Error{Line: n, Msg: unknownField.ReplaceAllString(m[2], `unknown field "$1"`)}
+			return &yamlsafe.Error{Line: n, Msg: unknownField().ReplaceAllString(m[2], `unknown field "$1"`)}
 		}
 		return &yamlsafe.Error{Msg: msg}
 	}
@@ -506,6 +506,6 @@ func decodeStrict(text string, v any) (err error) {
 }
 
 var (
-	lineMsg      = regexp.MustCompile(`^line (\d+): (.*)$`)
-	unknownField = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	lineMsg      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line (\d+): (.*)$`) })
+	unknownField = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^field (\S+) not found in type \S+$`) })
 )

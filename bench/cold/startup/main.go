@@ -1,7 +1,9 @@
 // Command startup times whole processes: each NAME=COMMAND given is run
 // -n times, the commands taking turns so that a busy machine slows them
 // alike, and the median, 10th and 90th percentile wall times are printed
-// with each median's ratio to the first command's.
+// with each median's ratio to the first command's; and the same for the
+// process's CPU time (user+system), which a machine busy with other work
+// disturbs less than the wall time.
 //
 //	go run ./bench/cold/startup -n 101 hello=/tmp/hello 'loom=/tmp/loom --version'
 package main
@@ -23,6 +25,7 @@ func main() {
 		name  string
 		argv  []string
 		times []time.Duration
+		cpu   []time.Duration
 	}
 	var cmds []*command
 	for _, arg := range flag.Args() {
@@ -53,19 +56,21 @@ func main() {
 			}
 			if i >= 0 {
 				c.times = append(c.times, time.Since(start))
+				c.cpu = append(c.cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 			}
 		}
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	var base time.Duration
-	fmt.Printf("%-14s %9s %9s %9s %7s\n", "command", "median ms", "p10 ms", "p90 ms", "ratio")
+	var base, cpuBase time.Duration
+	fmt.Printf("%-14s %9s %9s %9s %7s %9s %7s\n", "command", "median ms", "p10 ms", "p90 ms", "ratio", "cpu ms", "ratio")
 	for i, c := range cmds {
 		slices.Sort(c.times)
-		med := c.times[len(c.times)/2]
+		slices.Sort(c.cpu)
+		med, cpu := c.times[len(c.times)/2], c.cpu[len(c.cpu)/2]
 		if i == 0 {
-			base = med
+			base, cpuBase = med, cpu
 		}
-		fmt.Printf("%-14s %9.2f %9.2f %9.2f %6.2fx\n", c.name, ms(med), ms(c.times[len(c.times)/10]),
-			ms(c.times[len(c.times)*9/10]), float64(med)/float64(base))
+		fmt.Printf("%-14s %9.2f %9.2f %9.2f %6.2fx %9.2f %6.2fx\n", c.name, ms(med), ms(c.times[len(c.times)/10]),
+			ms(c.times[len(c.times)*9/10]), float64(med)/float64(base), ms(cpu), float64(cpu)/float64(cpuBase))
 	}
 }
