@@ -490,7 +490,7 @@ func (c *Config) validate() error {
 	oneOf("memory.store", c.Memory.Store, StoreSQLite, StorePostgres)
 	if c.has("memory.dsn_env") {
 		switch v := c.Memory.DSNEnv; {
-		case !envName.MatchString(v):
+		case !envName().MatchString(v):
 			fail("memory.dsn_env", "%q is not an environment variable name", v)
 		case !strings.HasPrefix(v, "LOOM_"):
 			fail("memory.dsn_env", "%q does not start with LOOM_; a workspace may only name a LOOM_* variable (the operator chooses any with loom serve --dsn-env)", v)
