@@ -835,7 +835,10 @@ func (g *Gateway) persist(ctx context.Context, reqID string, ws *server.Workspac
 		}
 	}
 	if st.threshold >= 0 && st.counter != nil {
-		files := consolidate.WorkspaceFiles{WS: ws.Door}
+		var files consolidate.Files = consolidate.WorkspaceFiles{WS: ws.Door}
+		if pg, ok := store.(*session.PGStore); ok {
+			files = pg.MemoryFiles(q.user) // in the database, stored with the pointer
+		}
 		c := consolidate.New(consolidate.Options{Client: st.client, Files: files, Counter: st.counter,
 			Model: st.lc.ConsolidateModel, Threshold: st.threshold, Logger: g.log})
 		if c.Due(sess.Messages, sess.LastConsolidated) {

@@ -3,9 +3,11 @@ package prompt
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/workspace"
 )
 
 // MemorySource is where a builder reads structured memories when they are
@@ -18,6 +20,15 @@ type MemorySource interface {
 	// through this replica or another. ok is false while changes can go
 	// unseen; the builder then lists them again on every render.
 	Version() (v uint64, ok bool)
+}
+
+// MemoryFileSource is a MemorySource that also keeps each user's long-term
+// memory file, as consolidation writes it beside sessions kept in
+// PostgreSQL. A prompt shows it in place of the workspace's
+// memory/MEMORY.md when it has one for the user; its changes move the
+// source's Version like any other.
+type MemoryFileSource interface {
+	MemoryFile(ctx context.Context, user string) (text string, ok bool, err error)
 }
 
 // SetMemorySource makes the builder read memories from src instead of the
@@ -38,7 +49,7 @@ func (b *Builder) SetMemorySource(src MemorySource) {
 func (b *Builder) Invalidate() {
 	b.memEpoch.Add(1)
 	b.mu.Lock()
-	b.memFP, b.memSelKey, b.memSel, b.memList = "", "", nil, nil
+	b.memFP, b.memSelKey, b.memSel, b.memList, b.memFile = "", "", nil, nil, nil
 	b.last = nil
 	b.mu.Unlock()
 }
@@ -75,6 +86,9 @@ func (b *Builder) memStamp() string {
 // fingerprint it returns keys the builder's listing and selection caches
 // as the database file's size and time do: the version is read before the
 // listing, so a change landing in between is listed again next time.
+//
+// A source that keeps memory files also gives the user's MEMORY.md, which
+// then replaces the workspace's in st.
 func (b *Builder) listFromSource(ctx context.Context, st *state, src MemorySource) (list []memory.Memory, fp string, err error) {
 	stamp := b.memStamp()
 	if stamp == "" {
@@ -82,17 +96,29 @@ func (b *Builder) listFromSource(ctx context.Context, st *state, src MemorySourc
 	}
 	fp = "source:" + stamp + "\x00" + st.opts.User
 	b.mu.Lock()
-	list, known := b.memList, b.memFP == fp
+	list, file, known := b.memList, b.memFile, b.memFP == fp
 	b.mu.Unlock()
-	if known {
-		return list, fp, nil
+	if !known {
+		list, err = src.List(ctx, memory.Query{User: st.opts.User})
+		if err != nil {
+			return nil, "", err
+		}
+		file = nil
+		if fs, ok := src.(MemoryFileSource); ok {
+			text, ok, err := fs.MemoryFile(ctx, st.opts.User)
+			if err != nil {
+				return nil, "", err
+			}
+			if ok && strings.TrimSpace(text) != "" {
+				file = &workspace.File{Path: "memory/MEMORY.md", Text: text}
+			}
+		}
+		b.mu.Lock()
+		b.memList, b.memFile, b.memFP = list, file, fp
+		b.mu.Unlock()
 	}
-	list, err = src.List(ctx, memory.Query{User: st.opts.User})
-	if err != nil {
-		return nil, "", err
+	if file != nil {
+		st.memoryText = file
 	}
-	b.mu.Lock()
-	b.memList, b.memFP = list, fp
-	b.mu.Unlock()
 	return list, fp, nil
 }

@@ -156,3 +156,38 @@ func TestInvalidateWithDatabase(t *testing.T) {
 		t.Fatal("Invalidate did not make the next render read the database")
 	}
 }
+
+// fileSource also keeps MEMORY.md per user, as sessions in PostgreSQL do.
+type fileSource struct {
+	fakeSource
+	files map[string]string
+}
+
+func (f *fileSource) MemoryFile(_ context.Context, user string) (string, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	text, ok := f.files[user]
+	return text, ok, nil
+}
+
+// A source's MEMORY.md replaces the workspace's for its user, and a new
+// version brings its change into the next render.
+func TestMemorySourceMemoryFile(t *testing.T) {
+	b := watchedBuilder(t)
+	src := &fileSource{fakeSource: fakeSource{known: true}, files: map[string]string{"ann": "# Memory\n- Ann is on call on Fridays.\n"}}
+	b.SetMemorySource(src)
+	if !has(t, b, "on call on Fridays") {
+		t.Fatal("the source's MEMORY.md is not in the prompt")
+	}
+	src.mu.Lock()
+	src.files["ann"] = "# Memory\n- Ann moved to Lisbon.\n"
+	src.version++
+	src.mu.Unlock()
+	if !has(t, b, "Lisbon") || has(t, b, "Fridays") {
+		t.Fatal("the changed MEMORY.md is not in the next render")
+	}
+	res, err := b.Render(context.Background(), prompt.Options{User: "bob", GOOS: "linux", GOARCH: "amd64"})
+	if err != nil || strings.Contains(res.Prompt, "Lisbon") {
+		t.Fatalf("another user's MEMORY.md reached bob's prompt: %v", err)
+	}
+}

@@ -109,6 +109,7 @@ type Builder struct {
 	// Invalidate calls. See memsource.go.
 	src      MemorySource
 	memEpoch atomic.Uint64
+	memFile  *workspace.File // the source's MEMORY.md at memFP, if any
 	// nodes and rendered keep what unchanged inputs built and rendered to,
 	// for renders without a budget (see nodeCache).
 	nodes    *nodeCache

@@ -24,6 +24,10 @@ type ConsolidateOptions struct {
 	// LockWait bounds the wait for the memory files' lock; negative does
 	// not wait at all (a background run skips when another is running).
 	LockWait time.Duration
+
+	// turnHeld says the caller holds the session's turn lock already
+	// (Session.New does).
+	turnHeld bool
 }
 
 // Report says what a consolidation did.
@@ -50,8 +54,21 @@ var errLockBusy = filelock.ErrBusy
 // consolidations of one workspace never overlap, in one process or across
 // processes; chat turns appended meanwhile are kept, since the session is
 // only appended to or rewritten from what is on disk under its lock.
+//
+// When the store is PostgreSQL's (PGStore) and files are its memory files
+// (PGStore.MemoryFiles), the run also holds the session's turn lock, the
+// one every replica's turns take, and what it writes to MEMORY.md and
+// HISTORY.md is stored in the same transaction that moves the pointer (or
+// trims the session, for /new): all of it or none.
 func Consolidate(ctx context.Context, store Store, key string, c *consolidate.Consolidator, files consolidate.Files, opts ConsolidateOptions) (Report, error) {
 	var rep Report
+	if !opts.DryRun && !opts.turnHeld {
+		unlock, err := lockTurnFor(ctx, store, key, opts.LockWait)
+		if err != nil {
+			return rep, err
+		}
+		defer unlock()
+	}
 	if !opts.DryRun {
 		unlock, err := files.Lock(ctx, opts.LockWait)
 		if err != nil {
@@ -94,6 +111,21 @@ func Consolidate(ctx context.Context, store Store, key string, c *consolidate.Co
 	// Saving the pointer outlives ctx: the memory files were written, and
 	// a pointer left behind would consolidate the chunk twice.
 	sctx := context.WithoutCancel(ctx)
+	if pf, ok := files.(*PGFiles); ok {
+		switch {
+		case opts.Trim && runErr == nil:
+			if err := pf.commit(sctx, key, last, len(st.Messages), true); err != nil {
+				return rep, fmt.Errorf("start over: %w", err)
+			}
+			rep.SessionSaved, rep.PointerTo = true, 0
+		case newLast != last:
+			if err := pf.commit(sctx, key, last, newLast, false); err != nil {
+				return rep, errors.Join(runErr, fmt.Errorf("save consolidation: %w", err))
+			}
+			rep.SessionSaved, rep.PointerTo = true, newLast
+		}
+		return rep, runErr
+	}
 	switch {
 	case opts.Trim && runErr == nil:
 		if err := store.Trim(sctx, key, len(st.Messages)); err != nil {
@@ -107,6 +139,35 @@ func Consolidate(ctx context.Context, store Store, key string, c *consolidate.Co
 		rep.SessionSaved, rep.PointerTo = true, newLast
 	}
 	return rep, runErr
+}
+
+// lockTurnFor holds the store's turn lock on key when it has one; a
+// negative wait only tries.
+func lockTurnFor(ctx context.Context, store Store, key string, wait time.Duration) (func(), error) {
+	if p, ok := store.(*PGStore); ok && wait < 0 {
+		unlock, ok, err := p.TryLockTurn(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: session %s is busy with a turn or a consolidation", errLockBusy, key)
+		}
+		return unlock, nil
+	}
+	tl, ok := store.(TurnLocker)
+	if !ok {
+		return func() {}, nil
+	}
+	if wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	unlock, err := tl.LockTurn(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", key, err)
+	}
+	return unlock, nil
 }
 
 // ConsolidateFileOptions are the inputs of ConsolidateFile, the library

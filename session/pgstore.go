@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
+	"time"
 
+	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/memory/pgstore"
 	"github.com/loomctx/loom/messages"
 )
@@ -108,4 +112,132 @@ func pointerErr(err error) error {
 		return fmt.Errorf("%v: %w", err, ErrPointerMoved)
 	}
 	return err
+}
+
+// MemoryFiles returns user's memory files (MEMORY.md, HISTORY.md) as
+// consolidation sees them when sessions are in PostgreSQL: kept in the
+// database, one pair per workspace and user. What a consolidation writes
+// is held back until [Consolidate] stores it, in the one transaction that
+// also moves the session's pointer (or trims it, for /new), so a
+// consolidation is stored whole or not at all, and of two replicas
+// consolidating the same messages one finds the pointer moved and writes
+// nothing. Their lock is an advisory lock per workspace and user.
+//
+// One PGFiles serves one consolidation at a time (Session holds one; the
+// in-process lock queues others).
+func (p *PGStore) MemoryFiles(user string) *PGFiles {
+	return &PGFiles{p: p, user: user}
+}
+
+// PGFiles is a [consolidate.Files] kept in PostgreSQL; see
+// [PGStore.MemoryFiles].
+type PGFiles struct {
+	p    *PGStore
+	user string
+
+	mu      sync.Mutex // held from Lock to unlock
+	locked  bool
+	memory  *string  // MEMORY.md as written during this run
+	history []string // entries appended during this run
+}
+
+var _ consolidate.Files = (*PGFiles)(nil)
+
+// pgFilesTimeout bounds a read of MEMORY.md (Files has no context).
+const pgFilesTimeout = 30 * time.Second
+
+// ReadMemory implements consolidate.Files: what this run wrote, else the
+// database's.
+func (f *PGFiles) ReadMemory() (string, error) {
+	if f.memory != nil {
+		return *f.memory, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pgFilesTimeout)
+	defer cancel()
+	text, _, err := f.p.s.ReadFile(ctx, f.user, pgstore.MemoryFileName)
+	return text, err
+}
+
+// WriteMemory implements consolidate.Files; the text is stored when the
+// consolidation is.
+func (f *PGFiles) WriteMemory(text string) error {
+	if !f.locked {
+		return errors.New("memory files in PostgreSQL are written only by a consolidation holding their lock")
+	}
+	f.memory = &text
+	return nil
+}
+
+// AppendHistory implements consolidate.Files; the entry is stored when the
+// consolidation is, as memory.AppendHistory writes it to a file.
+func (f *PGFiles) AppendHistory(entry string) error {
+	if !f.locked {
+		return errors.New("memory files in PostgreSQL are written only by a consolidation holding their lock")
+	}
+	if entry = strings.TrimRight(entry, " \t\r\n"); entry != "" {
+		f.history = append(f.history, entry+"\n\n")
+	}
+	return nil
+}
+
+// filesLockKey is the advisory lock of user's memory files; no session
+// key has "//" in it.
+func filesLockKey(user string) string { return "memory-files//" + user }
+
+// Lock implements consolidate.Files: an advisory lock on the user's
+// files, across replicas. A negative wait does not wait.
+func (f *PGFiles) Lock(ctx context.Context, wait time.Duration) (func(), error) {
+	f.mu.Lock()
+	var release func()
+	var err error
+	if wait < 0 {
+		var ok bool
+		release, ok, err = f.p.s.TryLock(ctx, filesLockKey(f.user))
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: another consolidation of user %q's memory files is running", errLockBusy, f.user)
+		}
+	} else {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		release, err = f.p.s.Lock(wctx, filesLockKey(f.user))
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: user %q's memory files stayed locked for %s", errLockBusy, f.user, wait)
+		}
+	}
+	if err != nil {
+		f.mu.Unlock()
+		return func() {}, err
+	}
+	f.locked, f.memory, f.history = true, nil, nil
+	return func() {
+		f.locked, f.memory, f.history = false, nil, nil
+		release()
+		f.mu.Unlock()
+	}, nil
+}
+
+// commit stores what this run wrote with the pointer's move from `from`
+// to `to`, or with the trim of the first `to` messages, in one
+// transaction.
+func (f *PGFiles) commit(ctx context.Context, key string, from, to int, trim bool) error {
+	files := pgstore.MemoryFiles{User: f.user, HistoryAppend: strings.Join(f.history, "")}
+	if f.memory != nil {
+		files.Memory = *f.memory
+	}
+	var err error
+	if trim {
+		err = f.p.s.ArchiveAndTrim(ctx, key, from, to, files)
+	} else {
+		err = f.p.s.Consolidate(ctx, key, from, to, files)
+	}
+	if err == nil {
+		f.memory, f.history = nil, nil
+	}
+	return pointerErr(err)
+}
+
+// TryLockTurn is LockTurn without waiting: ok is false when another
+// turn or consolidation of the session holds its lock.
+func (p *PGStore) TryLockTurn(ctx context.Context, key string) (unlock func(), ok bool, err error) {
+	return p.s.TryLock(ctx, key)
 }

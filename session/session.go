@@ -142,7 +142,7 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 			co.Client = opts.Client
 		}
 		if co.Files == nil {
-			co.Files = consolidate.WorkspaceFiles{WS: opts.Workspace}
+			co.Files = s.memoryFiles()
 		}
 		if co.Counter == nil {
 			co.Counter = opts.Counter
@@ -369,9 +369,12 @@ func (s *Session) maybeConsolidate(all []messages.Message, last int) {
 	go func() {
 		defer s.bgWG.Done()
 		defer func() { s.mu.Lock(); s.busy = false; s.mu.Unlock() }()
-		_, err := Consolidate(s.bgCtx, s.store, s.opts.Key, s.cons, s.files, ConsolidateOptions{LockWait: -1})
+		rep, err := Consolidate(s.bgCtx, s.store, s.opts.Key, s.cons, s.files, ConsolidateOptions{LockWait: -1})
 		if err != nil && !errors.Is(err, errLockBusy) {
 			s.logger.Error("consolidate: "+err.Error(), "session", s.opts.Key)
+		}
+		if rep.SessionSaved {
+			s.builder.Invalidate() // MEMORY.md may be the database's
 		}
 	}()
 }
@@ -396,11 +399,22 @@ func (s *Session) New(ctx context.Context) error {
 	if s.cons == nil {
 		return s.archiveRawAndTrim(ctx)
 	}
-	_, err = Consolidate(ctx, s.store, s.opts.Key, s.cons, s.files, ConsolidateOptions{All: true, Trim: true, LockWait: s.opts.LockWait})
+	_, err = Consolidate(ctx, s.store, s.opts.Key, s.cons, s.files, ConsolidateOptions{All: true, Trim: true, LockWait: s.opts.LockWait, turnHeld: true})
 	if err != nil {
 		return fmt.Errorf("archiving failed, session kept: %w", err)
 	}
+	s.builder.Invalidate()
 	return nil
+}
+
+// memoryFiles are the files consolidation writes: in PostgreSQL beside
+// the session when the store is PGStore (the user's own pair), else the
+// workspace's memory/MEMORY.md and memory/HISTORY.md.
+func (s *Session) memoryFiles() consolidate.Files {
+	if p, ok := s.store.(*PGStore); ok {
+		return p.MemoryFiles(s.opts.User)
+	}
+	return consolidate.WorkspaceFiles{WS: s.opts.Workspace}
 }
 
 // archiveRawAndTrim is /new with no model consolidation: the turns not yet
@@ -408,7 +422,7 @@ func (s *Session) New(ctx context.Context) error {
 // and only once that append succeeded is the session trimmed, so /new never
 // loses a conversation.
 func (s *Session) archiveRawAndTrim(ctx context.Context) error {
-	files := consolidate.Files(consolidate.WorkspaceFiles{WS: s.opts.Workspace})
+	files := s.memoryFiles()
 	unlock, err := files.Lock(ctx, s.opts.LockWait)
 	if err != nil {
 		return fmt.Errorf("archiving failed, session kept: memory files: %w", err)
@@ -424,6 +438,12 @@ func (s *Session) archiveRawAndTrim(ctx context.Context) error {
 		if err := files.AppendHistory(entry); err != nil {
 			return fmt.Errorf("archiving failed, session kept: %w", err)
 		}
+	}
+	if pf, ok := files.(*PGFiles); ok {
+		if err := pf.commit(context.WithoutCancel(ctx), s.opts.Key, st.LastConsolidated, len(st.Messages), true); err != nil {
+			return fmt.Errorf("archiving failed, session kept: %w", err)
+		}
+		return nil
 	}
 	return s.store.Trim(context.WithoutCancel(ctx), s.opts.Key, len(st.Messages))
 }

@@ -470,3 +470,11 @@ func (s *Memories) Import(ctx context.Context, ms []memory.Memory) error {
 		return ok, err
 	})
 }
+
+// MemoryFile returns user's MEMORY.md as consolidation keeps it in the
+// database ("" user: the workspace's own); ok is false when none was
+// written. A prompt shows it in place of the workspace's memory/MEMORY.md,
+// and a consolidation's change notice moves [Memories.Version].
+func (s *Memories) MemoryFile(ctx context.Context, user string) (text string, ok bool, err error) {
+	return s.db.Sessions(s.workspace).ReadFile(ctx, user, MemoryFileName)
+}

@@ -120,13 +120,13 @@ func (s *Sessions) Append(ctx context.Context, key string, msgs ...messages.Mess
 // at most to the last kept message). If the pointer is not at from, it
 // returns an error matching [ErrPointerMoved] and changes nothing.
 func (s *Sessions) MoveConsolidated(ctx context.Context, key string, from, to int) error {
-	return s.consolidate(ctx, key, from, to, nil)
+	return s.consolidate(ctx, key, from, to, nil, false)
 }
 
 // MemoryFiles is what one consolidation writes beside the pointer.
 type MemoryFiles struct {
 	User          string // whose files; "" for the workspace's
-	Memory        string // the whole new MEMORY.md
+	Memory        string // the whole new MEMORY.md; "" leaves it as it is
 	HistoryAppend string // an entry to add at the end of HISTORY.md
 }
 
@@ -141,10 +141,18 @@ const (
 // consolidation is stored whole or not at all, and a second replica's
 // consolidation of the same messages finds the pointer moved.
 func (s *Sessions) Consolidate(ctx context.Context, key string, from, to int, files MemoryFiles) error {
-	return s.consolidate(ctx, key, from, to, &files)
+	return s.consolidate(ctx, key, from, to, &files, false)
 }
 
-func (s *Sessions) consolidate(ctx context.Context, key string, from, to int, files *MemoryFiles) error {
+// ArchiveAndTrim is what /new stores, in one transaction: the memory
+// files as Consolidate writes them, then the first n kept messages
+// dropped and the pointer set to 0, provided the pointer is still at
+// from (else ErrPointerMoved, and nothing changes).
+func (s *Sessions) ArchiveAndTrim(ctx context.Context, key string, from, n int, files MemoryFiles) error {
+	return s.consolidate(ctx, key, from, n, &files, true)
+}
+
+func (s *Sessions) consolidate(ctx context.Context, key string, from, to int, files *MemoryFiles, trim bool) error {
 	if to < from || from < 0 {
 		return fmt.Errorf("session %q: cannot move the consolidation pointer from %d back to %d", key, from, to)
 	}
@@ -162,15 +170,29 @@ func (s *Sessions) consolidate(ctx context.Context, key string, from, to int, fi
 		if int64(to) > next-base {
 			return &userErr{fmt.Errorf("session %q: pointer %d is past the last message (%d)", key, to, next-base)}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE loom_sessions SET consolidated = $3 WHERE workspace = $1 AND key = $2`, s.workspace, key, int64(to)); err != nil {
+		if trim {
+			nb := base + int64(to)
+			if _, err := tx.Exec(ctx, `UPDATE loom_sessions SET base = $3, consolidated = 0 WHERE workspace = $1 AND key = $2`, s.workspace, key, nb); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM loom_session_messages WHERE workspace = $1 AND key = $2 AND n < $3`, s.workspace, key, nb); err != nil {
+				return err
+			}
+		} else if _, err := tx.Exec(ctx, `UPDATE loom_sessions SET consolidated = $3 WHERE workspace = $1 AND key = $2`, s.workspace, key, int64(to)); err != nil {
 			return err
 		}
-		if files == nil {
+		if files == nil || (files.Memory == "" && files.HistoryAppend == "") {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO loom_memory_files (workspace, user_id, name, content) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (workspace, user_id, name) DO UPDATE SET content = EXCLUDED.content`, s.workspace, files.User, MemoryFileName, files.Memory); err != nil {
+		// Every replica's prompt of this user drops its memory section.
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, s.workspace+"\x1f"+files.User); err != nil {
 			return err
+		}
+		if files.Memory != "" {
+			if _, err := tx.Exec(ctx, `INSERT INTO loom_memory_files (workspace, user_id, name, content) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (workspace, user_id, name) DO UPDATE SET content = EXCLUDED.content`, s.workspace, files.User, MemoryFileName, files.Memory); err != nil {
+				return err
+			}
 		}
 		if files.HistoryAppend != "" {
 			if _, err := tx.Exec(ctx, `INSERT INTO loom_memory_files (workspace, user_id, name, content) VALUES ($1, $2, $3, $4)
@@ -250,6 +272,26 @@ func (s *Sessions) Lock(ctx context.Context, key string) (release func(), err er
 	}
 	var once bool
 	return func() { unlock(&once, conn, s.workspace, key) }, nil
+}
+
+// TryLock takes key's session lock if no one holds it; ok is false when
+// someone does, and nothing is held.
+func (s *Sessions) TryLock(ctx context.Context, key string) (release func(), ok bool, err error) {
+	conn, err := s.db.lockPool.Acquire(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
+	}
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))`, s.workspace, key).Scan(&ok); err != nil {
+		conn.Conn().Close(context.Background())
+		conn.Release()
+		return nil, false, fmt.Errorf("session %q: taking its lock: %w", key, unavailable(err))
+	}
+	if !ok {
+		conn.Release()
+		return nil, false, nil
+	}
+	var once bool
+	return func() { unlock(&once, conn, s.workspace, key) }, true, nil
 }
 
 func unlock(done *bool, conn *pgxpool.Conn, workspace, key string) {
