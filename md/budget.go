@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -188,11 +189,22 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 }
 
 func (rd *Renderer) pass(n Node, p *plan) (string, []rec, error) {
-	r := renderer{plan: p, counter: rd.counter, record: true, cache: rd.cache}
+	r := renderer{plan: p, counter: rd.counter, record: true, cache: rd.cache, count: rd.counts()}
 	buf := getBuf()
 	defer putBuf(buf)
 	*buf = r.renderNode((*buf)[:0], n)
 	return string(*buf), r.recs, r.err
+}
+
+// counts reports whether renders count tokens.
+func (rd *Renderer) counts() bool {
+	return rd.counter != nil && (rd.hasBudget || !rd.skipCounts)
+}
+
+// total counts a whole rendered text from the counts of its top-level
+// scopes (see countText).
+func (rd *Renderer) total(text string, recs []rec) int {
+	return countText(rd.counter, text, 0, recs, 0)
 }
 
 type attempt struct {
@@ -218,7 +230,7 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 		if err != nil {
 			return attempt{}, err
 		}
-		a := attempt{text: text, recs: recs, tokens: c.Count(text)}
+		a := attempt{text: text, recs: recs, tokens: rd.total(text, recs)}
 		tries[k] = a
 		return a, nil
 	}
@@ -231,7 +243,10 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	cost := make([]int, len(p.scopes))
 	for _, rc := range full.recs {
 		if rc.idx >= 0 {
-			cost[rc.idx] = c.Count(rc.text)
+			cost[rc.idx] = rc.tokens
+			if rc.tokens < 0 {
+				cost[rc.idx] = c.Count(rc.text)
+			}
 		}
 	}
 	finish := func(k int, a attempt) (Result, error) {
@@ -318,7 +333,7 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 			if err != nil {
 				return Result{}, err
 			}
-			t := c.Count(text)
+			t := rd.total(text, recs)
 			if t <= budget {
 				p.trunc = nil
 				p.cutAt, p.truncated = hi-1, d
@@ -362,7 +377,6 @@ const fillSlack = 2
 // made, for the report. cur is the render of the current drop set.
 func (rd *Renderer) fill(n Node, p *plan, cost []int, k int, cur attempt) (attempt, error) {
 	budget := rd.budget
-	c := rd.counter
 	rejected := map[int]bool{}
 	covered := func(d int) bool {
 		for a := p.scopes[d].parent; a >= 0; a = p.scopes[a].parent {
@@ -402,7 +416,7 @@ func (rd *Renderer) fill(n Node, p *plan, cost []int, k int, cur attempt) (attem
 		if err != nil {
 			return attempt{}, err
 		}
-		return attempt{text: text, recs: recs, tokens: c.Count(text)}, nil
+		return attempt{text: text, recs: recs, tokens: rd.total(text, recs)}, nil
 	}
 	for round := 0; round < 64; round++ {
 		room := budget - cur.tokens
@@ -470,20 +484,30 @@ func (rd *Renderer) fill(n Node, p *plan, cost []int, k int, cur attempt) (attem
 // debugTries, when set by a test, is told of every cut the search renders.
 var debugTries func(k int)
 
+// noSources is the sources of a scope that has none: empty, not nil, so
+// that JSON shows [].
+var noSources = []string{}
+
 // report builds the report of a finished render.
 func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report {
-	rep := Report{Sections: []Entry{}}
+	rep := Report{Sections: make([]Entry, 0, len(recs)+1)}
 	if rd.hasBudget {
 		b := rd.budget
 		rep.Budget = &b
 	}
-	count := func(s string) int {
-		if rd.counter == nil || (rd.skipCounts && !rd.hasBudget) {
+	counting := rd.counts()
+	count := func(rc rec) int {
+		switch {
+		case !counting:
 			return 0
+		case rc.tokens >= 0:
+			return rc.tokens
 		}
-		return rd.counter.Count(s)
+		return rd.counter.Count(rc.text)
 	}
-	rep.Tokens = count(text)
+	if counting {
+		rep.Tokens = rd.total(text, recs)
+	}
 	tokensNow := rep.Tokens
 	cursor := 0
 	locate := func(e *Entry, t string, depth int) {
@@ -497,7 +521,12 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 		}
 	}
 	entry := func(s *Scope) Entry {
-		e := Entry{Name: s.Name, Sources: append([]string{}, s.Sources...)}
+		// Entries share the scope's sources, clipped so that an append
+		// copies them.
+		e := Entry{Name: s.Name, Sources: noSources}
+		if len(s.Sources) > 0 {
+			e.Sources = slices.Clip(s.Sources)
+		}
 		if e.Name == "" {
 			e.Name = label(s)
 		}
@@ -513,7 +542,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 				continue // nothing of it is in the prompt, and nothing was dropped
 			}
 			e := entry(rc.scope)
-			e.Tokens, e.Status = count(rc.text), Kept
+			e.Tokens, e.Status = count(rc), Kept
 			if rc.cut != nil {
 				e.Status, e.Reason = Truncated, cutReason(rc.cut, rc.scope.MaxTokens)
 			}
@@ -547,7 +576,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 				e.Reason = fmt.Sprintf("left out with its section, whose entries were all dropped to fit the budget of %d tokens", rd.budget)
 			}
 		case ok:
-			e.Tokens, e.Status = count(rc.text), Kept
+			e.Tokens, e.Status = count(rc), Kept
 			if rc.cut != nil {
 				e.Status = Truncated
 				if idx == p.truncated && p.cutAt >= 0 {

@@ -9,7 +9,8 @@ import "sync"
 // renders without a budget, where nothing is dropped.
 //
 // A scope is looked up by its pointer and the context it is rendered in (the
-// separator it inherits, whether it is inside XML, its depth), so a cached
+// separator it inherits, whether it is inside XML, its depth, whether it
+// starts a line), so a cached
 // scope must not be changed after it was first rendered: nodes are values
 // that are built, not edited, and a caller that reuses one promises that.
 // Entries no render asked for since the previous render are dropped, so the
@@ -31,6 +32,9 @@ type cacheKey struct {
 	sep   string
 	inXML bool
 	depth int
+	// lineStart is whether the scope starts a line: a list at its start
+	// starts a new line when it does not.
+	lineStart bool
 }
 
 type cached struct {

@@ -19,6 +19,7 @@ type renderer struct {
 	dropped int   // scopes dropped so far, for notices
 	kept    int   // prioritised scopes rendered so far, for sections
 	record  bool  // keep a rec per scope, for the report
+	count   bool  // count each scope's tokens as it is rendered
 	recs    []rec
 	counter Counter
 	scratch []byte
@@ -32,7 +33,12 @@ type rec struct {
 	idx   int // plan index, -1 without a plan
 	depth int // scopes around it
 	text  string
-	cut   *cutInfo
+	// at is where text began in the buffer when the scope was rendered;
+	// what is around it may since have reshaped it (see countText).
+	at int
+	// tokens is the count of text, or -1 when not counted.
+	tokens int
+	cut    *cutInfo
 	// gone is set when the scope rendered text that a section around it
 	// then removed, because every droppable scope in that section was
 	// dropped: the text is not in the prompt.
@@ -576,11 +582,12 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	useCache := r.cache != nil && r.offPlan == 0 && r.record &&
 		(r.plan == nil || (idx >= 0 && r.plan.static(idx)))
 	if useCache {
-		ck = cacheKey{s: s, sep: r.sep, inXML: r.inXML, depth: r.depth}
-		if c := r.cache.get(ck); c != nil && (r.plan == nil || len(c.recs) == r.plan.scopes[idx].size+1) {
+		ck = cacheKey{s: s, sep: r.sep, inXML: r.inXML, depth: r.depth, lineStart: len(buf) == 0 || buf[len(buf)-1] == '\n'}
+		if c := r.cache.get(ck); c != nil && (r.plan == nil || len(c.recs) == r.plan.scopes[idx].size+1) && (!r.count || c.recs[0].tokens >= 0) {
 			at := len(r.recs)
 			r.recs = append(r.recs, c.recs...)
 			for j := at; j < len(r.recs); j++ {
+				r.recs[j].at += len(buf)
 				if r.plan == nil {
 					r.recs[j].idx = -1
 				} else {
@@ -597,7 +604,7 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	slot := -1
 	if r.record && r.offPlan == 0 {
 		slot = len(r.recs)
-		r.recs = append(r.recs, rec{scope: s, idx: idx, depth: r.depth})
+		r.recs = append(r.recs, rec{scope: s, idx: idx, depth: r.depth, tokens: -1})
 	}
 	keptBefore := r.kept
 	start := len(buf)
@@ -629,15 +636,24 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		}
 	}
 	if slot >= 0 {
-		r.recs[slot].text = string(buf[start:])
-		r.recs[slot].cut = cut
-		r.recs[slot].emptied = len(buf) == start && r.dropped > droppedBefore
+		rc := &r.recs[slot]
+		rc.text = string(buf[start:])
+		rc.at = start
+		rc.cut = cut
+		rc.emptied = len(buf) == start && r.dropped > droppedBefore
+		if r.count && r.counter != nil {
+			rc.tokens = countText(r.counter, rc.text, start, r.recs[slot+1:], r.depth+1)
+		}
 	}
 	if s.Prioritized && len(buf) > start && r.offPlan == 0 {
 		r.kept++
 	}
 	if useCache && slot >= 0 && r.err == nil {
-		r.cache.put(ck, &cached{text: r.recs[slot].text, recs: append([]rec(nil), r.recs[slot:]...), kept: r.kept - keptBefore})
+		recs := append([]rec(nil), r.recs[slot:]...)
+		for j := range recs {
+			recs[j].at -= start
+		}
+		r.cache.put(ck, &cached{text: r.recs[slot].text, recs: recs, kept: r.kept - keptBefore})
 	}
 	return buf
 }

@@ -154,7 +154,7 @@ func (st *state) userRules() md.Node {
 	switch {
 	case strings.TrimSpace(f.Text) == "":
 		return nil
-	case isTemplate(f.Path, f.Text, &origin):
+	case st.fileTemplate(f.Path, f, &origin):
 		st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still %s", origin)
 		return nil
 	}

@@ -23,7 +23,7 @@ func (st *state) assistantSections() []md.Node {
 		st.section("identity", st.identity()),
 		st.bootstrap(),
 		st.section("tool_rules", st.toolSections(1)),
-		st.section("memory", st.assistantMemory()),
+		st.memorySection(),
 		st.activeSkills(),
 		st.skillsSummary(),
 	}
@@ -97,7 +97,7 @@ func (st *state) bootstrap() md.Node {
 		case strings.TrimSpace(f.Text) == "":
 			st.diags.Add(workspace.Warning, f.Path, 0, "prompt.empty-file", "left out: the file is empty")
 			continue
-		case isTemplate(name, f.Text, &origin):
+		case st.fileTemplate(name, f, &origin):
 			st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still %s", origin)
 			continue
 		}
@@ -122,15 +122,36 @@ func (st *state) bootstrap() md.Node {
 	return md.Named("bootstrap", md.Doc(files...))
 }
 
+// memorySection is the assistant's "# Memory" part, kept as the same node
+// while its parts are.
+func (st *state) memorySection() md.Node {
+	file, mem := st.memoryFile(2), st.structuredMemories(2)
+	type key struct {
+		file, mem md.Node
+		cap       int
+		off       bool
+	}
+	return st.memo(key{file, mem, st.sectionCap("memory"), st.disabled("memory")}, func() md.Node {
+		return st.section("memory", st.assistantMemory(file, mem))
+	})
+}
+
 // assistantMemory is "# Memory": the long-term memory file, then the
 // structured memories by category.
-func (st *state) assistantMemory() md.Node {
+func (st *state) assistantMemory(file, mem md.Node) md.Node {
 	return md.Doc(
 		md.Sec(1, "Memory",
-			st.memoryFile(2),
-			st.structuredMemories(2),
+			file,
+			mem,
 		),
 	)
+}
+
+// memo returns the node cached under key, or builds and caches it; nil is
+// a node too. A key must capture everything the node is built from.
+func (st *state) memo(key any, build func() md.Node) md.Node {
+	type box struct{ n md.Node }
+	return st.nodes.get(key, func() any { return box{build()} }).(box).n
 }
 
 // DefaultMemoryFileBudget caps memory/MEMORY.md when loom.yaml sets no
@@ -148,33 +169,52 @@ func (st *state) memoryFile(level int) md.Node {
 	if limit == 0 {
 		limit = DefaultMemoryFileBudget
 	}
-	return md.Named("memory_file",
-		md.Title(level, md.Text("Long-term Memory")),
-		md.Text(strings.TrimRight(st.memoryText.Text, "\n")),
-	).Prio(prioMemoryFile).Truncate(limit).From(st.memoryText.Path)
+	type key struct {
+		f            *workspace.File
+		level, limit int
+	}
+	return st.memo(key{st.memoryText, level, limit}, func() md.Node {
+		return md.Named("memory_file",
+			md.Title(level, md.Text("Long-term Memory")),
+			md.Text(strings.TrimRight(st.memoryText.Text, "\n")),
+		).Prio(prioMemoryFile).Truncate(limit).From(st.memoryText.Path)
+	})
 }
+
+// The skills parts are kept as the same nodes while the skill set is the
+// same: a loader hands out the same *skills.Set while nothing changed.
 
 func (st *state) activeSkills() md.Node {
 	if st.skills == nil || st.disabled("active_skills") {
 		return nil
 	}
-	return adopt(st.skills.Active(skills.PromptOptions{}), "active_skills", func(s *md.Scope) { s.Prio(prioActive) })
+	type key struct{ set *skills.Set }
+	return st.memo(key{st.skills}, func() md.Node {
+		return adopt(st.skills.Active(skills.PromptOptions{}), "active_skills", func(s *md.Scope) { s.Prio(prioActive) })
+	})
 }
 
 func (st *state) skillsSummary() md.Node {
 	if st.skills == nil || st.disabled("skills") {
 		return nil
 	}
-	var n md.Node
-	if st.preset == Analyst {
-		n = st.skills.Listing(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get})
-	} else {
-		n = st.skills.Summary(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get})
+	type key struct {
+		set    *skills.Set
+		preset string
+		cap    int
 	}
-	return adopt(n, "skills", func(s *md.Scope) {
-		if c := st.sectionCap("skills"); c > 0 {
-			s.Truncate(c)
+	return st.memo(key{st.skills, st.preset, st.sectionCap("skills")}, func() md.Node {
+		var n md.Node
+		if st.preset == Analyst {
+			n = st.skills.Listing(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get})
+		} else {
+			n = st.skills.Summary(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get})
 		}
+		return adopt(n, "skills", func(s *md.Scope) {
+			if c := st.sectionCap("skills"); c > 0 {
+				s.Truncate(c)
+			}
+		})
 	})
 }
 
@@ -231,4 +271,24 @@ func isTemplate(rel, text string, origin *string) bool {
 	o, ok := starter.Template(rel, text)
 	*origin = o
 	return ok
+}
+
+// fileTemplate is isTemplate for a file read through the door, remembered
+// while the file is unchanged.
+func (st *state) fileTemplate(rel string, f *workspace.File, origin *string) bool {
+	type key struct {
+		rel string
+		f   *workspace.File
+	}
+	type answer struct {
+		origin string
+		ok     bool
+	}
+	a := st.nodes.get(key{rel, f}, func() any {
+		var a answer
+		a.ok = isTemplate(rel, f.Text, &a.origin)
+		return a
+	}).(answer)
+	*origin = a.origin
+	return a.ok
 }

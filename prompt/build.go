@@ -73,6 +73,7 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts = cleanOptions(opts)
 	st := &state{ws: ws, cfg: cfg, opts: opts, nodes: b.nodes, rendered: b.rendered}
 	st.preset = cfg.Preset
 	if opts.Preset != "" {

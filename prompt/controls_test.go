@@ -32,3 +32,21 @@ func TestPromptHasNoControlCharacters(t *testing.T) {
 		t.Errorf("the memory is missing or mangled:\n%s", res.Prompt)
 	}
 }
+
+// Options are the caller's text, and lose their control characters too.
+func TestOptionsLoseControlCharacters(t *testing.T) {
+	dir := write(t, map[string]string{"AGENTS.md": "x\n"})
+	res := render(t, dir, prompt.Options{
+		ChatURL: "https://chat.example/\x1b[2Jc/1",
+		Fork:    &prompt.Fork{Title: "T\x07itle", Author: "A\x00", Selection: "line one\x1b\nline two"},
+		GOOS:    "linux\x7f",
+	})
+	for _, c := range res.Prompt {
+		if (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f {
+			t.Fatalf("control character %q in the prompt:\n%s", c, res.Prompt)
+		}
+	}
+	if !strings.Contains(res.Prompt, "line two") || !strings.Contains(res.Prompt, "chat.example") {
+		t.Errorf("the options' text is missing:\n%s", res.Prompt)
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/workspace"
 )
 
 // structuredMemories renders the selected memories as one section per
@@ -35,7 +36,13 @@ func (st *state) structuredMemories(level int) md.Node {
 		st.extraEntries = saved
 		return m
 	}).(memNodes)
-	st.extraEntries = append(st.extraEntries, m.entries...)
+	if st.extraEntries == nil {
+		// Shared with the cache: the full slice expression makes any
+		// later append copy.
+		st.extraEntries = m.entries[:len(m.entries):len(m.entries)]
+	} else {
+		st.extraEntries = append(st.extraEntries, m.entries...)
+	}
 	return m.node
 }
 
@@ -65,7 +72,13 @@ func (st *state) buildMemories(sel *memory.Selection, level int) md.Node {
 	for _, g := range sel.Groups {
 		var items []md.Node
 		for _, m := range g.Memories {
-			items = append(items, md.Named("memory/"+m.ID, md.Item(md.Text(m.Content))).Prio(prioMemoryItems+max(min(rank, prioRange), 0)))
+			// A memory may come from a model's output, not through the
+			// workspace's door: its control characters go here.
+			content := m.Content
+			if workspace.HasControls(content) {
+				content = workspace.StripControls(content)
+			}
+			items = append(items, md.Named("memory/"+m.ID, md.Item(md.Text(content))).Prio(prioMemoryItems+max(min(rank, prioRange), 0)))
 			rank--
 		}
 		groups = append(groups, md.Sec(level+1, g.Category.Label, md.UL(items...)))

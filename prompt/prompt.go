@@ -197,19 +197,17 @@ func (st *state) render(tree md.Node) (*Result, error) {
 		Tokens:      res.Report.Tokens,
 		Budget:      res.Report.Budget,
 		Preset:      st.preset,
-		Sections:    append(res.Report.Sections, st.extraEntries...),
+		Sections:    slices.Concat(res.Report.Sections, st.extraEntries),
 		Diagnostics: st.diags,
 	}
 	if rep.Diagnostics == nil {
 		rep.Diagnostics = workspace.Diagnostics{}
 	}
-	// Workspace files lose their control characters at the door; text
-	// from elsewhere (memories a model extracted, say) loses them here.
-	text := res.Text
-	if workspace.HasControls(text) {
-		text = workspace.StripControls(text)
-	}
-	return &Result{Prompt: text, Report: rep}, rerr
+	// Workspace files lose their control characters at the door, and text
+	// from elsewhere (memories a model extracted, the caller's options)
+	// where it enters the tree (see cleanOptions and buildMemories), so the
+	// prompt holds none and is not scanned again.
+	return &Result{Prompt: res.Text, Report: rep}, rerr
 }
 
 // Render is a one-shot [Builder.Render] for the workspace at dir.
@@ -243,6 +241,36 @@ func counterFor(encoding, model string, diags *workspace.Diagnostics) (tokens.Co
 	}
 	c, err := tokens.Get(tokens.Default)
 	return c, tokens.Default, err
+}
+
+// cleanOptions strips control characters from the options that are put
+// into the prompt as text.
+func cleanOptions(o Options) Options {
+	clean := func(s *string) {
+		if workspace.HasControls(*s) {
+			*s = workspace.StripControls(*s)
+		}
+	}
+	clean(&o.Channel)
+	clean(&o.ChatURL)
+	clean(&o.GOOS)
+	clean(&o.GOARCH)
+	if o.Fork != nil {
+		f := *o.Fork
+		clean(&f.Title)
+		clean(&f.Author)
+		clean(&f.Selection)
+		o.Fork = &f
+	}
+	if o.Tools != nil {
+		tools := make([]string, len(o.Tools))
+		for i, t := range o.Tools {
+			clean(&t)
+			tools[i] = t
+		}
+		o.Tools = tools
+	}
+	return o
 }
 
 func runtimeOf(opts Options) (goos, goarch string) {

@@ -9,7 +9,9 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,6 +112,9 @@ type root struct {
 type cacheEntry struct {
 	file   *workspace.File
 	parsed *parsed
+	// base is the skill last made from file; it is handed out again while
+	// its availability is unchanged, so that its pointer stays the same.
+	base *Skill
 }
 
 // Loader finds and parses the skills of one workspace. It keeps parsed
@@ -139,6 +144,35 @@ type Loader struct {
 	bins      map[string]bool
 	binsPATH  string
 	binsSince time.Time
+	binsEpoch uint64 // rises whenever bins starts afresh
+
+	// For a watched workspace, what each root loaded last (see
+	// loadRoot), and each skill as the last Set showed it (see newSet).
+	rootMemo map[string]*rootMemo
+	finals   map[*Skill]*Skill
+	// last is the last Set, made from lastRoots roots with lastDiags.
+	last      *Set
+	lastRoots int
+	lastDiags workspace.Diagnostics
+}
+
+// rootMemo is what one root loaded, with the workspace's stamp of its
+// folder and the availability epoch it was checked in. While both hold,
+// nothing in it changed; while a skill's own stamp holds, that skill did
+// not.
+type rootMemo struct {
+	stamp uint64
+	epoch uint64
+	out   []*Skill
+	diags workspace.Diagnostics
+	jobs  map[string]jobMemo // by rel
+}
+
+type jobMemo struct {
+	stamp uint64
+	skill *Skill // nil: no skill there
+	key   string // the parse cache key, "" when none
+	skip  bool   // left out as an untouched template
 }
 
 // binsFresh bounds how long a PATH search result is reused.
@@ -172,8 +206,9 @@ func (l *Loader) Load() *Set {
 
 	var diags workspace.Diagnostics
 	roots := l.roots(&diags)
-	if pathEnv := os.Getenv("PATH"); l.bins == nil || l.opts.LookPath != nil || pathEnv != l.binsPATH || time.Since(l.binsSince) > binsFresh {
+	if pathEnv := os.Getenv("PATH"); l.bins == nil || l.opts.LookPath != nil || l.opts.Getenv != nil || pathEnv != l.binsPATH || time.Since(l.binsSince) > binsFresh {
 		l.bins, l.binsPATH, l.binsSince = map[string]bool{}, pathEnv, time.Now()
+		l.binsEpoch++
 	}
 	chk := &checker{lookPath: l.opts.LookPath, getenv: l.opts.Getenv, goos: l.opts.GOOS, bins: l.bins}
 	if chk.lookPath == nil {
@@ -188,15 +223,22 @@ func (l *Loader) Load() *Set {
 
 	seen := make(map[string]bool, len(l.cache))
 	var all []*Skill
+	same := l.last != nil
 	for i := range roots {
-		all = append(all, l.loadRoot(&roots[i], chk, seen, &diags)...)
+		out, reused := l.loadRoot(&roots[i], chk, seen, &diags)
+		same = same && reused
+		all = append(all, out...)
 	}
 	for k := range l.cache {
 		if !seen[k] {
 			delete(l.cache, k)
 		}
 	}
-	return newSet(all, diags)
+	if same && len(roots) == l.lastRoots && slices.Equal(diags, l.lastDiags) {
+		return l.last // nothing changed: the very same Set
+	}
+	l.last, l.lastRoots, l.lastDiags = l.newSet(all, diags), len(roots), diags
+	return l.last
 }
 
 // roots lists the places to look, in precedence order.
@@ -273,93 +315,210 @@ func (l *Loader) location(r *root, rel string) string {
 	return r.display(rel)
 }
 
-func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *workspace.Diagnostics) []*Skill {
+// It reports whether what it returns is what the last load of the root
+// returned, with nothing read.
+func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *workspace.Diagnostics) ([]*Skill, bool) {
+	// A root of the watched workspace (or of the built-in skills, which
+	// never change) whose folder's stamp held since it was last loaded, in
+	// the same availability epoch, gives the same skills: nothing is read.
+	// Within a root whose stamp moved, each skill whose own stamp held is
+	// taken as it was, and only the others are read again.
+	var memoKey string
+	var stampOf func(rel string) (uint64, bool)
+	switch {
+	case r.door == l.builtin:
+		stampOf = func(string) (uint64, bool) { return 0, true }
+	case r.door == l.ws && !r.external:
+		stampOf = l.ws.TreeStamp
+	}
+	var prev *rootMemo
+	var stamp uint64
+	watched := false
+	if stampOf != nil {
+		memoKey = string(r.source) + "\x00" + r.dir + "\x00" + strconv.FormatBool(r.flat)
+		stamp, watched = stampOf(r.dir)
+		if watched {
+			prev = l.rootMemo[memoKey]
+			if prev != nil && prev.epoch != l.binsEpoch {
+				prev = nil
+			}
+		}
+		if !watched {
+			delete(l.rootMemo, memoKey)
+		}
+	}
+	if prev != nil && prev.stamp == stamp {
+		for _, j := range prev.jobs {
+			if j.key != "" {
+				seen[j.key] = true
+			}
+		}
+		*diags = append(*diags, prev.diags...)
+		return prev.out, true
+	}
+	before := len(*diags)
 	entries, err := r.door.ReadDir(r.dir)
 	if err != nil {
 		if !notExist(err) {
 			diags.Add(workspace.Error, r.display(r.dir), 0, workspace.RefusalCode(err), "skills folder: %s", workspace.RefusalMessage(err))
 		}
-		return nil
+		if watched {
+			l.rememberRoot(memoKey, &rootMemo{stamp: stamp, epoch: l.binsEpoch, diags: slices.Clone((*diags)[before:])})
+		}
+		return nil, false
 	}
-	type job struct{ name, rel string }
+	type job struct {
+		name, rel string
+		stamp     uint64
+		reuse     *jobMemo
+	}
 	var jobs []job
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		var rel string
+		var rel, own string
 		if r.flat {
 			if e.IsDir() || !strings.HasSuffix(name, ".md") {
 				continue
 			}
 			rel = path.Join(r.dir, name)
+			own = rel
 			name = strings.TrimSuffix(name, ".md")
 		} else {
 			if !e.IsDir() && e.Type()&fs.ModeSymlink == 0 {
 				continue
 			}
-			rel = path.Join(r.dir, name, FileName)
+			own = path.Join(r.dir, name)
+			rel = path.Join(own, FileName)
 		}
-		jobs = append(jobs, job{name, rel})
+		j := job{name: name, rel: rel}
+		if watched {
+			if st, ok := stampOf(own); ok {
+				j.stamp = st
+				if pj, ok := prev.jobOf(rel); ok && pj.stamp == st {
+					j.reuse = &pj
+				}
+			}
+		}
+		jobs = append(jobs, j)
 	}
 	// Reading and parsing are independent per file, and a cold load of a
 	// large folder is mostly that, so it is spread over the processors.
 	loaded := make([]*Skill, len(jobs))
-	workers := min(runtime.GOMAXPROCS(0), len(jobs)/8+1)
+	keys := make([]string, len(jobs))
+	fresh := make([]bool, len(jobs))
+	todo := make([]int, 0, len(jobs))
+	for i, j := range jobs {
+		if j.reuse != nil {
+			loaded[i], keys[i] = j.reuse.skill, j.reuse.key
+			if keys[i] != "" {
+				seen[keys[i]] = true
+			}
+			continue
+		}
+		todo = append(todo, i)
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(todo)/8+1)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
-				loaded[i] = l.loadOne(r, jobs[i].name, jobs[i].rel, chk, seen)
+			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
+				i := todo[k]
+				loaded[i], keys[i], fresh[i] = l.loadOne(r, jobs[i].name, jobs[i].rel, chk, seen)
 			}
 		}()
 	}
 	wg.Wait()
 	var out []*Skill
+	var memo *rootMemo
+	if watched {
+		memo = &rootMemo{stamp: stamp, epoch: l.binsEpoch, jobs: make(map[string]jobMemo, len(jobs))}
+	}
 	for i, s := range loaded {
+		jm := jobMemo{stamp: jobs[i].stamp, skill: s, key: keys[i]}
+		if jobs[i].reuse != nil {
+			jm.skip = jobs[i].reuse.skip
+		} else if s != nil {
+			if fresh[i] && r.source == SourceBuiltin && s.Status != StatusBroken {
+				l.materialize(s)
+			}
+			if r.source == SourceWorkspace && s.Status != StatusBroken && starter.IsUntouched(jobs[i].rel, s.raw) {
+				jm.skip = true
+			}
+		}
+		if memo != nil {
+			memo.jobs[jobs[i].rel] = jm
+		}
 		if s == nil {
 			continue
 		}
-		if r.source == SourceBuiltin && s.Status != StatusBroken {
-			l.materialize(s)
-		}
-		if r.source == SourceWorkspace && s.Status != StatusBroken && starter.IsUntouched(jobs[i].rel, s.raw) {
+		if jm.skip {
 			diags.Add(workspace.Warning, s.Path, 0, "skill.untouched-template", "left out: still loom's starter template")
 			continue
 		}
 		out = append(out, s)
 	}
-	return out
+	if memo != nil {
+		memo.out = out
+		memo.diags = slices.Clone((*diags)[before:])
+		l.rememberRoot(memoKey, memo)
+	}
+	return out, false
+}
+
+func (m *rootMemo) jobOf(rel string) (jobMemo, bool) {
+	if m == nil {
+		return jobMemo{}, false
+	}
+	j, ok := m.jobs[rel]
+	return j, ok
+}
+
+func (l *Loader) rememberRoot(key string, m *rootMemo) {
+	if l.rootMemo == nil {
+		l.rootMemo = map[string]*rootMemo{}
+	}
+	l.rootMemo[key] = m
 }
 
 // loadOne loads the skill file rel of r, or returns nil when there is no such
-// file (a folder without SKILL.md is not a skill).
-func (l *Loader) loadOne(r *root, name, rel string, chk *checker, seen map[string]bool) *Skill {
-	s := &Skill{Name: name, Source: r.source, Path: r.display(rel), Location: l.location(r, rel), rank: r.rank}
+// file (a folder without SKILL.md is not a skill). It also returns the
+// file's parse cache key, and whether the skill is newly made: a skill
+// whose file and availability are unchanged is the one made before, which
+// nobody may change.
+func (l *Loader) loadOne(r *root, name, rel string, chk *checker, seen map[string]bool) (*Skill, string, bool) {
 	f, err := r.door.Load(rel)
 	if err != nil {
 		if notExist(err) {
-			return nil
+			return nil, "", false
 		}
+		s := &Skill{Name: name, Source: r.source, Path: r.display(rel), Location: l.location(r, rel), rank: r.rank}
 		s.Status = StatusBroken
 		s.Diagnostics.Add(workspace.Error, s.Path, 0, workspace.RefusalCode(err), "%s", workspace.RefusalMessage(err))
-		return s
+		return s, "", true
 	}
 	key := string(r.source) + "\x00" + r.door.Root() + "\x00" + rel
 	l.cacheMu.Lock()
 	seen[key] = true
 	ce, ok := l.cache[key]
 	l.cacheMu.Unlock()
-	if !ok || ce.file != f {
-		ce = cacheEntry{file: f, parsed: l.parse(s.Path, name, r.flat, f)}
-		l.cacheMu.Lock()
-		l.cache[key] = ce
-		l.cacheMu.Unlock()
+	if ok && ce.file == f && ce.base != nil {
+		if ce.parsed.broken {
+			return ce.base, key, false
+		}
+		if missing := chk.missing(&ce.base.Frontmatter); slices.Equal(missing, ce.base.Missing) {
+			return ce.base, key, false
+		}
 	}
+	if !ok || ce.file != f {
+		ce = cacheEntry{file: f, parsed: l.parse(r.display(rel), name, r.flat, f)}
+	}
+	s := &Skill{Name: name, Source: r.source, Path: r.display(rel), Location: l.location(r, rel), rank: r.rank}
 	p := ce.parsed
 	if p.name != "" {
 		s.Name = p.name
@@ -370,11 +529,15 @@ func (l *Loader) loadOne(r *root, name, rel string, chk *checker, seen map[strin
 	s.Diagnostics = append(s.Diagnostics, p.diags...)
 	if p.broken {
 		s.Status = StatusBroken
-		return s
+	} else {
+		s.Missing = chk.missing(&s.Frontmatter)
+		s.Available = len(s.Missing) == 0
 	}
-	s.Missing = chk.missing(&s.Frontmatter)
-	s.Available = len(s.Missing) == 0
-	return s
+	ce.base = s
+	l.cacheMu.Lock()
+	l.cache[key] = ce
+	l.cacheMu.Unlock()
+	return s, key, true
 }
 
 func (l *Loader) parse(display, name string, flat bool, f *workspace.File) *parsed {
@@ -419,31 +582,51 @@ type Set struct {
 	byName map[string]*Skill
 }
 
-func newSet(all []*Skill, folderDiags workspace.Diagnostics) *Set {
+// newSet sorts the loaded skills and settles precedence. The skills a
+// Loader loaded are left as they are (a later Load may hand them out
+// again): each goes into the Set as a copy with its status, or as the very
+// copy the last Set had when nothing about it changed, so that a caller
+// that keeps what it built from a *Skill can keep it.
+func (l *Loader) newSet(all []*Skill, folderDiags workspace.Diagnostics) *Set {
 	sort.SliceStable(all, func(i, j int) bool {
 		if all[i].Name != all[j].Name {
 			return all[i].Name < all[j].Name
 		}
 		return all[i].rank < all[j].rank
 	})
-	s := &Set{Skills: all, byName: map[string]*Skill{}}
+	s := &Set{Skills: make([]*Skill, len(all)), byName: make(map[string]*Skill, len(all))}
 	s.Diagnostics = append(s.Diagnostics, folderDiags...)
-	for _, sk := range all {
-		if win, ok := s.byName[sk.Name]; ok {
-			sk.Status = StatusShadowed
-			sk.ShadowedBy = win.Path
-			sk.Diagnostics.Add(workspace.Warning, sk.Path, 0, "skill.shadowed", "skill %q is shadowed by %s", sk.Name, win.Path)
-		} else {
-			s.byName[sk.Name] = sk
-			if sk.Status == "" {
-				sk.Status = StatusOK
-				if len(sk.Diagnostics) > 0 {
-					sk.Status = StatusWarning
-				}
+	finals := make(map[*Skill]*Skill, len(all))
+	for i, base := range all {
+		status, shadowedBy := base.Status, ""
+		win, lost := s.byName[base.Name]
+		switch {
+		case lost:
+			status, shadowedBy = StatusShadowed, win.Path
+		case status == "":
+			status = StatusOK
+			if len(base.Diagnostics) > 0 {
+				status = StatusWarning
 			}
+		}
+		sk := l.finals[base]
+		if sk == nil || sk.Status != status || sk.ShadowedBy != shadowedBy {
+			c := *base
+			c.Status, c.ShadowedBy = status, shadowedBy
+			if lost {
+				c.Diagnostics = slices.Clone(base.Diagnostics)
+				c.Diagnostics.Add(workspace.Warning, c.Path, 0, "skill.shadowed", "skill %q is shadowed by %s", c.Name, win.Path)
+			}
+			sk = &c
+		}
+		finals[base] = sk
+		s.Skills[i] = sk
+		if !lost {
+			s.byName[sk.Name] = sk
 		}
 		s.Diagnostics = append(s.Diagnostics, sk.Diagnostics...)
 	}
+	l.finals = finals
 	return s
 }
 

@@ -55,11 +55,13 @@ type PromptOptions struct {
 	Reuse func(key any, build func() any) any
 }
 
-// entryKey is everything one listing entry is built from.
+// entryKey is everything one listing entry is built from. A *Skill in a
+// Set is never changed, and a Loader hands out the same one while nothing
+// about the skill changed, so the pointer stands for its content.
 type entryKey struct {
-	kind, name, desc, location, path, missing, body string
-	available, inline                               bool
-	prio, level                                     int
+	kind        string
+	sk          *Skill
+	prio, level int
 }
 
 // entry returns the entry node for sk, through opts.Reuse when set.
@@ -67,12 +69,7 @@ func (opts PromptOptions) entry(kind string, sk *Skill, prio, level int, build f
 	if opts.Reuse == nil {
 		return build()
 	}
-	k := entryKey{kind: kind, name: sk.Name, desc: describe(sk), location: sk.Location, path: sk.Path,
-		missing: sk.MissingText(), available: sk.Available, inline: sk.Inline, prio: prio, level: level}
-	if sk.Inline {
-		k.body = sk.Body
-	}
-	return opts.Reuse(k, func() any { return build() }).(*md.Scope)
+	return opts.Reuse(entryKey{kind: kind, sk: sk, prio: prio, level: level}, func() any { return build() }).(*md.Scope)
 }
 
 func level(opts PromptOptions, def int) int {

@@ -102,7 +102,7 @@ func (cc *cachedCounter) Count(text string) int {
 
 	var n int
 	if _, exact := cc.inner.(*bpe); exact && len(text) >= splitAt {
-		n = cc.countLines(text)
+		n = cc.countChunks(text)
 	} else {
 		n = cc.inner.Count(text)
 	}
@@ -132,40 +132,141 @@ func (s *cacheShard) put(key cacheKey, n, cost int) {
 }
 
 // splitAt is the length from which a text missing from the cache is counted
-// line by line, each line through the cache.
+// in chunks, each chunk through the cache.
 const splitAt = 1024
 
-// countLines counts a long text as the sum of its lines, each counted (and
-// remembered) on its own. A prompt that differs from the last one by a
-// dropped scope or an edited file then costs a count of the lines that
+// Chunks are cut where the line before the cut says so (see chunkEnd), so
+// that the cuts depend on the text near them and not on where the text
+// starts: two prompts that share a stretch of text share its chunks, and an
+// edit changes only the chunks around it. A chunk is at least minChunk
+// bytes, and is cut at the first cut allowed after maxChunk bytes.
+const (
+	minChunk = 96
+	maxChunk = 4096
+)
+
+// countChunks counts a long text as the sum of its chunks, each counted
+// (and remembered) on its own. A prompt that differs from the last one by a
+// dropped scope or an edited file then costs a count of the chunks that
 // changed, not of the whole text. The sum is exact: it cuts only where the
-// byte-pair encodings' pre-tokenizer always ends a piece (see [safeCut]), so
-// no token can span two parts.
-func (cc *cachedCounter) countLines(text string) int {
-	n, start := 0, 0
-	for i := 1; i < len(text); i++ {
-		if text[i-1] == '\n' && safeCut(text[i]) {
-			n += cc.Count(text[start:i])
-			start = i
+// byte-pair encodings' pre-tokenizer always ends a piece (see [cutAt]), so
+// no token can span two chunks.
+func (cc *cachedCounter) countChunks(text string) int {
+	n, start, line := 0, 0, 0
+	for {
+		k := strings.IndexByte(text[line:], '\n')
+		if k < 0 {
+			break
 		}
+		i := line + k + 1
+		mid := text[line+k/2]
+		line = i
+		if i >= len(text) {
+			break
+		}
+		size := i - start
+		if size < minChunk || (size < maxChunk && !chunkEnd(k, mid)) || !cutAt(text, i) {
+			continue
+		}
+		n += cc.countFlat(text[start:i])
+		start = i
 	}
 	if start == 0 {
 		return cc.inner.Count(text)
 	}
-	return n + cc.Count(text[start:])
+	return n + cc.countFlat(text[start:])
 }
 
-// safeCut reports whether a text may be cut before c when the byte before
-// is a newline. In o200k_base and cl100k_base a newline ends every piece
-// that holds it unless more white space follows (the newline run pieces),
-// or unless the piece is punctuation followed by newlines, which o200k_base
-// lets run on into a "/". Any other byte starts a new piece on both sides
-// of the cut. Multi-byte characters are not cut before: some are white
-// space.
-func safeCut(c byte) bool {
-	switch c {
-	case ' ', '\t', '\n', '\r', '\v', '\f', '/':
+// chunkEnd decides, from the length of the line just ended and its middle
+// byte, whether a chunk may end after it: about one line in eight.
+func chunkEnd(lineLen int, mid byte) bool {
+	h := uint32(lineLen)*0x9E3779B1 ^ uint32(mid)*0x85EBCA77
+	h ^= h >> 15
+	h *= 0x2C1B3C6D
+	return h>>29 == 0
+}
+
+// countFlat is Count for one chunk: from the cache, or counted whole.
+func (cc *cachedCounter) countFlat(text string) int {
+	h1 := maphash.String(cc.seed1, text)
+	key := cacheKey{h1: h1}
+	cost := entryOverhead
+	if len(text) < shortKey {
+		key.short = text
+		cost += len(text)
+	} else {
+		key.h2 = maphash.String(cc.seed2, text)
+	}
+	s := &cc.shards[h1%numShards]
+	s.mu.Lock()
+	if n, ok := s.cur[key]; ok {
+		s.mu.Unlock()
+		return n
+	}
+	if n, ok := s.prev[key]; ok {
+		s.put(key, n, cost)
+		s.mu.Unlock()
+		return n
+	}
+	s.mu.Unlock()
+	n := cc.inner.Count(text)
+	if key.short != "" {
+		key.short = strings.Clone(key.short)
+	}
+	s.mu.Lock()
+	s.put(key, n, cost)
+	s.mu.Unlock()
+	return n
+}
+
+// AddsAt reports whether Count(text) equals Count(text[:i]) +
+// Count(text[i:]) by the rule of [AddsAt], for the exact encodings; the
+// estimate's counts never add up exactly, so for it the answer is false.
+func (cc *cachedCounter) AddsAt(text string, i int) bool {
+	if _, exact := cc.inner.(*bpe); !exact {
 		return false
 	}
-	return c < 0x80
+	return cutAt(text, i)
+}
+
+// AddsAt reports whether Count(text) equals Count(text[:i]) +
+// Count(text[i:]), by the rule of the package-level [AddsAt].
+func (b *bpe) AddsAt(text string, i int) bool { return cutAt(text, i) }
+
+// AddsAt reports whether cutting text before byte i keeps the exact
+// encodings' counts additive: Count(text) == Count(text[:i]) +
+// Count(text[i:]). It decides from text[i-1] and the bytes from i up to the
+// first one that is neither a space nor a tab, all of which must be inside
+// text, so the answer holds for any text those bytes appear in: a caller
+// that knows the counts of two texts that meet at such a cut knows the
+// count of their join.
+func AddsAt(text string, i int) bool { return cutAt(text, i) }
+
+// cutAt is the rule: text[i-1] is a newline, and what follows is a run of
+// spaces or tabs (possibly empty) and then an ASCII byte that is not white
+// space; and text[i] is not "/". In o200k_base and cl100k_base a newline
+// ends every piece that holds it, except that the newline-run piece takes
+// in white space up to the last newline of the run (so no newline may
+// follow within the run), and that o200k_base lets the punctuation piece,
+// which swallows trailing newlines, run on into a "/". A piece that starts
+// at i is then the same whether or not anything comes before i, since the
+// pre-tokenizer looks behind nothing. Multi-byte characters are never the
+// deciding byte: some of them are white space.
+func cutAt(text string, i int) bool {
+	if i <= 0 || i >= len(text) || text[i-1] != '\n' || text[i] == '/' {
+		return false
+	}
+	j := i
+	for j < len(text) && (text[j] == ' ' || text[j] == '\t') {
+		j++
+	}
+	if j == len(text) {
+		return false
+	}
+	switch c := text[j]; c {
+	case '\n', '\r', '\v', '\f':
+		return false
+	default:
+		return c < 0x80
+	}
 }

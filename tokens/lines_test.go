@@ -21,6 +21,8 @@ func FuzzCountLines(f *testing.F) {
 		"bad \xff\xfe\nbytes\n\xc3\n(",
 		"emoji 🙂\n🙂\n",
 		"!!!\n\n\n???\r\n\r\nx",
+		"<skills>\n  <skill available=\"true\">\n    <name>a</name>\n  </skill>\n</skills>\n",
+		"x.\n  \n\ty\n \u00a0z\n\t\n",
 	} {
 		f.Add(s)
 	}
@@ -53,4 +55,41 @@ func TestCountLinesOnPrompts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Wherever AddsAt allows a cut, the counts of the two sides add up to the
+// count of the whole, for both exact encodings; and the answer depends only
+// on the bytes it says it reads, so it holds with anything put around them.
+func FuzzAddsAt(f *testing.F) {
+	for _, s := range []string{
+		"end.\n\nNext\n  indented\n\tTab\n",
+		"a.\n/path\n  /x\n",
+		"<skills>\n  <skill>\n    <name>x</name>\n  </skill>\n</skills>",
+		"x\n \n y\n\u3000z\n \u00a0w\n",
+		"'s\n 's\n\t'll\n",
+		"!!!\n  \n???\n \r\nx",
+	} {
+		f.Add(s, "pre ", " post")
+	}
+	f.Fuzz(func(t *testing.T, s, pre, post string) {
+		if len(s) > 4096 {
+			return
+		}
+		for _, b := range []*bpe{o200k, cl100k} {
+			for i := 1; i < len(s); i++ {
+				if !AddsAt(s, i) {
+					continue
+				}
+				if got, want := b.Count(s[:i])+b.Count(s[i:]), b.Count(s); got != want {
+					t.Fatalf("%s: cut at %d of %q: %d + %d != %d", b.name, i, s, b.Count(s[:i]), b.Count(s[i:]), want)
+				}
+				// The same cut inside a longer text.
+				w := pre + s + post
+				j := len(pre) + i
+				if got, want := b.Count(w[:j])+b.Count(w[j:]), b.Count(w); got != want {
+					t.Fatalf("%s: cut at %d of %q: %d, want %d", b.name, j, w, got, want)
+				}
+			}
+		}
+	})
 }

@@ -107,6 +107,8 @@ type Workspace struct {
 	dirs      map[string]*folder // watched real folders
 	distrust  bool               // the watcher failed: check the disk again
 	uncovered atomic.Bool        // some answer while watching had to be checked on disk
+	linked    atomic.Bool        // a watched walk followed a symlink (see TreeStamp)
+	trees     treeStamps         // under mu (see TreeStamp)
 	watchErr  error
 	subs      map[*subscriber]bool // the change feed's subscribers (feed.go)
 }

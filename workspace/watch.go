@@ -85,6 +85,8 @@ func (w *Workspace) Watch() error {
 	w.dirs = map[string]*folder{w.root: {}}
 	w.distrust, w.watchErr = false, nil
 	w.uncovered.Store(false)
+	w.linked.Store(false)
+	w.bumpAll()
 	w.mu.Unlock()
 	go w.run(wt, done)
 	return nil
@@ -370,6 +372,7 @@ func (w *Workspace) walkWatched(rel string, dir bool) *deps {
 			return nil
 		}
 		if st.Mode()&fs.ModeSymlink != 0 {
+			w.linked.Store(true)
 			if hops++; hops > maxHops {
 				return nil
 			}
@@ -514,6 +517,7 @@ func (w *Workspace) onEvent(wt *fsnotify.Watcher, ev fsnotify.Event) {
 	if hit {
 		w.gen.Add(1)
 	}
+	w.bumpTree(name)
 }
 
 // onError stops trusting the caches.
@@ -526,5 +530,6 @@ func (w *Workspace) onError(wt *fsnotify.Watcher, err error) {
 	w.distrust = true
 	w.watchErr = fmt.Errorf("workspace %s: watch: %w", QuotePath(w.root), err)
 	w.gen.Add(1)
+	w.bumpAll()
 	w.notify("", w.watchErr)
 }

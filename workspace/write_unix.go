@@ -45,6 +45,7 @@ func (w *Workspace) SetMaxFileSize(n int64) {
 	}
 	w.mu.Lock()
 	clear(w.memo)
+	w.bumpAll()
 	w.mu.Unlock()
 	w.gen.Add(1)
 }
@@ -357,6 +358,7 @@ func (w *Workspace) refuseSymlink(rel string, err error) error {
 func (w *Workspace) forget(rel string) {
 	dir, _ := splitRel(rel)
 	w.mu.Lock()
+	w.trees.bump(rel)
 	dropped := false
 	for k := range w.memo {
 		if k.rel == rel || strings.HasPrefix(k.rel, rel+"/") || (k.rel == dir && k.op != opLoad) {

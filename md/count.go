@@ -1,0 +1,84 @@
+package md
+
+import "strings"
+
+// Additive is implemented by counters whose counts add up across some cuts
+// of a text, as the exact encodings of package tokens do. The renderer uses
+// it to count a scope from the counts of the scopes inside it, so that
+// rendering again after one part changed counts that part and the few
+// bytes around it, not the whole prompt.
+type Additive interface {
+	// AddsAt reports whether Count(text) == Count(text[:i]) +
+	// Count(text[i:]), deciding from text[i-1] and the bytes after it up to
+	// the first that is neither a space nor a tab, all inside text: so the
+	// answer holds for any text those bytes are part of.
+	AddsAt(text string, i int) bool
+}
+
+// countText counts text, the rendered text of a scope that began at offset
+// base of the render buffer. recs are the records rendered after the
+// scope's own, in document order; those at the given depth are the scopes
+// directly inside it. Where such a scope's text is still in text byte for
+// byte (nothing around it indented or quoted it since), its count is used:
+// it is split at its first and last cut where counts add (see [Additive]),
+// the part between is taken from its count, and only the parts outside are
+// counted, together with the text between scopes. Without an Additive
+// counter, or with no such cut, text is counted whole.
+func countText(c Counter, text string, base int, recs []rec, depth int) int {
+	add, ok := c.(Additive)
+	if !ok || text == "" {
+		return c.Count(text)
+	}
+	total, pos := 0, 0
+	for i := range recs {
+		rc := &recs[i]
+		if rc.depth != depth || rc.tokens < 0 || len(rc.text) < 2 {
+			continue
+		}
+		s, t := rc.at-base, rc.text
+		if s < pos || s+len(t) > len(text) || text[s:s+len(t)] != t {
+			continue
+		}
+		first := firstCut(add, t)
+		if first < 0 {
+			continue
+		}
+		last := lastCut(add, t)
+		inner := rc.tokens - c.Count(t[:first]) - c.Count(t[last:])
+		total += c.Count(text[pos:s+first]) + inner
+		pos = s + last
+	}
+	if pos == 0 {
+		return c.Count(text)
+	}
+	return total + c.Count(text[pos:])
+}
+
+// firstCut is the first position in t where counts add, or -1.
+func firstCut(add Additive, t string) int {
+	for from := 0; ; {
+		k := strings.IndexByte(t[from:], '\n')
+		if k < 0 {
+			return -1
+		}
+		i := from + k + 1
+		if add.AddsAt(t, i) {
+			return i
+		}
+		from = i
+	}
+}
+
+// lastCut is the last position in t where counts add; t has at least one.
+func lastCut(add Additive, t string) int {
+	for end := len(t); ; {
+		k := strings.LastIndexByte(t[:end], '\n')
+		if k < 0 {
+			return -1
+		}
+		if add.AddsAt(t, k+1) {
+			return k + 1
+		}
+		end = k
+	}
+}

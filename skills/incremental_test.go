@@ -1,0 +1,106 @@
+package skills
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// settle loads until cond holds, since the watcher's events arrive a
+// little after a change.
+func settle(t *testing.T, l *Loader, what string, cond func(*Set) bool) *Set {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := l.Load()
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sameAsFresh checks a watched, incremental load against what a new
+// loader reads from scratch.
+func sameAsFresh(t *testing.T, dir string, got *Set) {
+	t.Helper()
+	want := New(openWS(t, dir), Options{NoBuiltins: true}).Load()
+	if !reflect.DeepEqual(got.Skills, want.Skills) || !reflect.DeepEqual(got.Diagnostics, want.Diagnostics) {
+		t.Fatalf("incremental load differs from a fresh one:\n%+v\n%+v", got.Skills, want.Skills)
+	}
+}
+
+// With the workspace watched, a load after one skill changed reads and
+// parses that skill alone, and hands back the very same *Skill for every
+// other one; a load after nothing changed hands back the same Set. Each
+// result equals a fresh load.
+func TestWatchedLoadIsIncremental(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"skills/a/SKILL.md":  skillMD("a", "Alpha."),
+		"skills/b/SKILL.md":  skillMD("b", "Beta."),
+		"skills/c/SKILL.md":  skillMD("c", "Gamma."),
+		"agent/skills/b.md":  skillMD("b", "Flat beta."),
+		"agent/skills/d.md":  skillMD("d", "Delta."),
+		"skills/e/notes.txt": "not a skill",
+	})
+	ws := openWS(t, dir)
+	if err := ws.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	l := New(ws, Options{NoBuiltins: true})
+	s1 := l.Load()
+	sameAsFresh(t, dir, s1)
+	if s2 := l.Load(); s2 != s1 {
+		t.Fatal("a load with nothing changed made a new Set")
+	}
+	byName := func(s *Set, name string, flat bool) *Skill {
+		for _, sk := range s.Skills {
+			if sk.Name == name && (sk.Source == SourceWorkspace) && (filepath.Ext(sk.Path) == ".md" && filepath.Base(sk.Path) != FileName) == flat {
+				return sk
+			}
+		}
+		t.Fatalf("no skill %s", name)
+		return nil
+	}
+
+	parses := l.parses.Load()
+	writeFiles(t, dir, map[string]string{"skills/a/SKILL.md": skillMD("a", "Alpha, edited.")})
+	s3 := settle(t, l, "the edit", func(s *Set) bool { return byName(s, "a", false).Description() == "Alpha, edited." })
+	sameAsFresh(t, dir, s3)
+	if n := l.parses.Load() - parses; n != 1 {
+		t.Errorf("one edit parsed %d files, want 1", n)
+	}
+	for _, n := range []string{"b", "c"} {
+		if byName(s3, n, false) != byName(s1, n, false) {
+			t.Errorf("skill %s was made again, though it did not change", n)
+		}
+	}
+	if byName(s3, "d", true) != byName(s1, "d", true) || byName(s3, "b", true) != byName(s1, "b", true) {
+		t.Error("a flat skill was made again, though its folder did not change")
+	}
+
+	// Removing the folder skill b lets the flat b win: its status changes,
+	// so it is a new *Skill; the others stay.
+	if err := os.RemoveAll(filepath.Join(dir, "skills", "b")); err != nil {
+		t.Fatal(err)
+	}
+	s4 := settle(t, l, "the removal", func(s *Set) bool { sk, _ := s.Get("b"); return sk != nil && sk.Description() == "Flat beta." })
+	sameAsFresh(t, dir, s4)
+	if byName(s4, "c", false) != byName(s1, "c", false) {
+		t.Error("skill c was made again after another folder went")
+	}
+	if sk, _ := s4.Get("b"); sk.Status != StatusOK || sk == byName(s1, "b", true) {
+		t.Errorf("the flat b kept its old state: %+v", sk)
+	}
+
+	// A new skill appears.
+	writeFiles(t, dir, map[string]string{"skills/f/SKILL.md": skillMD("f", "Phi.")})
+	s5 := settle(t, l, "the new skill", func(s *Set) bool { _, ok := s.Get("f"); return ok })
+	sameAsFresh(t, dir, s5)
+}

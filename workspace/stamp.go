@@ -1,0 +1,86 @@
+package workspace
+
+import "strings"
+
+// treeStamps are the counters behind [Workspace.TreeStamp]. Every change
+// takes the next number of seq and writes it on the path it touched and on
+// each folder above it; a change that voids everything writes it on all.
+type treeStamps struct {
+	seq  uint64
+	all  uint64
+	path map[string]uint64
+}
+
+// bump marks rel (clean, slash-separated, "" for the root) and every folder
+// above it as changed. The caller holds w.mu.
+func (t *treeStamps) bump(rel string) {
+	t.seq++
+	if t.path == nil {
+		t.path = map[string]uint64{}
+	}
+	if len(t.path) > maxStampPaths {
+		// A stream of uniquely named files must not grow the map for
+		// ever: start again, with everything marked changed.
+		clear(t.path)
+		t.all = t.seq
+		return
+	}
+	for {
+		t.path[rel] = t.seq
+		if rel == "" {
+			return
+		}
+		i := strings.LastIndexByte(rel, '/')
+		if i < 0 {
+			rel = ""
+		} else {
+			rel = rel[:i]
+		}
+	}
+}
+
+// maxStampPaths bounds the paths whose stamps are kept.
+const maxStampPaths = 1 << 16
+
+func (t *treeStamps) at(rel string) uint64 { return max(t.path[rel], t.all) }
+
+// bumpAll marks everything changed. The caller holds w.mu.
+func (w *Workspace) bumpAll() {
+	w.trees.seq++
+	w.trees.all = w.trees.seq
+}
+
+// bumpTree marks the real path name (from a watcher event) changed, if it
+// is inside the root. The caller holds w.mu.
+func (w *Workspace) bumpTree(name string) {
+	if !Within(w.root, name) {
+		return
+	}
+	w.trees.bump(relTo(w.root, name))
+}
+
+// TreeStamp returns a number that rises whenever the watcher reports a
+// change at rel or anywhere under it (and whenever anything voids the
+// door's caches: a watcher failure, a new size cap, a write through the
+// door), with ok true only while the door can vouch for it: it is watching
+// ([Workspace.Watching]) and no read so far has gone through a symlink,
+// whose target the path of rel would not name. A caller that kept what it
+// built from reads under rel, together with the stamp it read before them,
+// may use it again while the stamp is unchanged and ok: nothing under rel
+// has changed since, as far as the watcher has told (see [Workspace.Watch]
+// for what it cannot see).
+func (w *Workspace) TreeStamp(rel string) (stamp uint64, ok bool) {
+	if w.fsys != nil {
+		return 0, true // an fs.FS-backed workspace never changes
+	}
+	rel = cleanRel(rel)
+	if !inside(rel) {
+		return 0, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watcher == nil || w.distrust || w.uncovered.Load() || w.linked.Load() {
+		return 0, false
+	}
+	return w.trees.at(rel), true
+}
