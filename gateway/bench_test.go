@@ -2,38 +2,63 @@ package gateway_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/loomctx/loom/gateway"
 	"github.com/loomctx/loom/server"
 )
 
-// BenchmarkGateway is one streamed request through the gateway, on the
-// shared generator's large workspace when it is there, to a fake upstream
-// that answers at once.
-func BenchmarkGateway(b *testing.B) {
+// benchBody is the request both benchmarks send (bench/gateway's).
+var benchBody = []byte(`{"model":"m","stream":true,"temperature":0.2,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"hello"},{"role":"assistant","content":"hi"},{"role":"user","content":"What changed today?"}]}`)
+
+// benchUpstream is a fake upstream that answers at once with a short
+// stream; size holds the length of the last request body it read.
+func benchUpstream(b *testing.B, size *atomic.Int64) *httptest.Server {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		n, _ := io.Copy(io.Discard, r.Body)
+		size.Store(n)
 		w.Header().Set("Content-Type", "text/event-stream")
 		for _, c := range streamChunks("a", "b", "c") {
 			io.WriteString(w, c)
 		}
 	}))
-	defer up.Close()
-	b.Setenv("LOOM_TEST_UPSTREAM_KEY", "")
-	for _, k := range []string{"LOOM_LLM_BASE_URL", "LOOM_LLM_API_KEY", "LOOM_LLM_MODEL", "LOOM_LLM_PROVIDER", "LOOM_MEMORY_DB"} {
+	b.Cleanup(up.Close)
+	return up
+}
+
+// BenchmarkGateway is one streamed request on the shared generator's large
+// workspace (when it is there) to a fake upstream that answers at once,
+// memory calls off, as in bench/gateway:
+//
+//	loom         through the gateway's handler (session saved, as a client
+//	             with X-Loom-Session)
+//	direct       the client's request straight to the upstream
+//	direct-size  a request as large as the one loom sends, straight to the
+//	             upstream: what the prompt's bytes cost by themselves
+//
+// loom minus direct is what loom adds besides the client's own hop to it.
+func BenchmarkGateway(b *testing.B) {
+	var size atomic.Int64
+	up := benchUpstream(b, &size)
+	for _, k := range []string{"LOOM_LLM_BASE_URL", "LOOM_LLM_API_KEY", "LOOM_LLM_MODEL", "LOOM_LLM_PROVIDER", "LOOM_MEMORY_DB", "LOOM_TEST_UPSTREAM_KEY"} {
 		b.Setenv(k, "")
 	}
 	dir := writeWorkspace(b, up.URL, "")
 	gen := filepath.Join("..", "..", "shared", "bench", "make-workspace")
 	if _, err := os.Stat(gen); err == nil {
 		exec.Command("python3", gen, "--force", "large", dir).Run()
+	}
+	yaml := fmt.Sprintf("llm:\n  provider: openai\n  base_url: %s/v1\n  model: fake-model\n  extraction:\n    enabled: false\n  consolidation:\n    enabled: false\n", up.URL)
+	if err := os.WriteFile(filepath.Join(dir, "loom.yaml"), []byte(yaml), 0o644); err != nil {
+		b.Fatal(err)
 	}
 	s, err := server.New(server.Options{Dir: dir})
 	if err != nil {
@@ -42,10 +67,8 @@ func BenchmarkGateway(b *testing.B) {
 	defer s.Close()
 	gateway.Mount(s, gateway.Options{})
 	h := s.Handler()
-	body := []byte(`{"model":"m","stream":true,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"hello"},{"role":"assistant","content":"hi"},{"role":"user","content":"What changed today?"}]}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
+	viaLoom := func() {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(benchBody))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Loom-Session", "bench")
 		rec := httptest.NewRecorder()
@@ -54,4 +77,35 @@ func BenchmarkGateway(b *testing.B) {
 			b.Fatalf("%d %s", rec.Code, rec.Body)
 		}
 	}
+	viaLoom()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	direct := func(body []byte) {
+		res, err := c.Post(up.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+	big := bytes.Repeat([]byte(" "), int(size.Load()))
+	b.Run("loom", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			viaLoom()
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			direct(benchBody)
+		}
+	})
+	b.Run("direct-size", func(b *testing.B) {
+		b.ReportMetric(float64(len(big)), "body-bytes")
+		for b.Loop() {
+			direct(big)
+		}
+	})
 }

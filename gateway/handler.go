@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/internal/redact"
 	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/llm/extract"
@@ -53,10 +52,10 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	reports map[string]*LastReport
-	locks   map[string]*sync.Mutex
+	queues  map[string]*saveQueue // sessions with turns not saved yet
+	room    *sync.Cond            // on mu: a save queue has room
 	bg      sync.WaitGroup
-	sysText [8]string // the last system prompts encoded, and their encodings
-	sysJSON [8][]byte
+	sys     [sysRing]*sysEntry // the last system prompts made
 	sysNext int
 	ups     map[*server.Workspace]*upstream // per workspace, for its current loom.yaml
 }
@@ -87,8 +86,9 @@ func Mount(s *server.Server, opts Options) *Gateway {
 		// the operator's key to wherever the upstream points.
 		hc = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	g := &Gateway{s: s, log: s.Logger(), hc: hc, opts: opts, reports: map[string]*LastReport{}, locks: map[string]*sync.Mutex{},
+	g := &Gateway{s: s, log: s.Logger(), hc: hc, opts: opts, reports: map[string]*LastReport{}, queues: map[string]*saveQueue{},
 		ups: map[*server.Workspace]*upstream{}}
+	g.room = sync.NewCond(&g.mu)
 	s.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		ws, err := s.Workspace(server.DefaultWorkspace)
 		if err != nil {
@@ -134,20 +134,6 @@ func (g *Gateway) lastReport(w http.ResponseWriter, r *http.Request, ws *server.
 		return
 	}
 	server.WriteJSON(w, http.StatusOK, rep)
-}
-
-func (g *Gateway) sessionLock(k string) *sync.Mutex {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	l := g.locks[k]
-	if l == nil {
-		if len(g.locks) > 4096 {
-			clear(g.locks) // held locks stay with their holders
-		}
-		l = &sync.Mutex{}
-		g.locks[k] = l
-	}
-	return l
 }
 
 // request is a decoded chat completions request.
@@ -318,7 +304,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, ws *server.Works
 	}
 	b, err := g.build(r.Context(), ws, st, q)
 	if err == nil && !st.isAnthro {
-		b.body, err = g.openaiBody(q, b.msgs, st.lc.Model)
+		b.body, err = g.openaiBody(q, b.msgs, b.sys, st.lc.Model)
 	}
 	if err != nil {
 		var fe *fieldError
@@ -340,7 +326,8 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, ws *server.Works
 // built is a request ready for the upstream, with what loom reports about it.
 type built struct {
 	msgs    []messages.Message // system first
-	body    []byte             // for an OpenAI-compatible upstream
+	sys     *sysEntry          // the system prompt, encoded
+	body    parts              // for an OpenAI-compatible upstream
 	render  *prompt.Result
 	report  messages.Report
 	dropped int
@@ -353,27 +340,10 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream,
 	if res == nil || (err != nil && !errors.As(err, &over)) {
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	system, sections := res.Prompt, server.Sections(res)
-	clientSys := strings.Join(q.clientSys, "\n\n")
-	switch mode := st.cfg.Gateway.ClientSystemMode(); {
-	case clientSys == "" || mode == config.ClientSystemIgnore:
-	case mode == config.ClientSystemReplace:
-		// The client's prompt wins; loom adds only the memory sections.
-		system = clientSys
-		sections = []messages.Section{{Name: "client_system", Start: 0, End: len(clientSys)}}
-		for _, e := range res.Report.Sections {
-			if strings.Contains(e.Name, "memory") && e.Start >= 0 && e.End > e.Start && e.End <= len(res.Prompt) {
-				system += "\n\n"
-				start := len(system)
-				system += strings.TrimSpace(res.Prompt[e.Start:e.End])
-				sections = append(sections, messages.Section{Name: e.Name, Start: start, End: len(system)})
-			}
-		}
-	default: // append
-		system += "\n\n## Client instructions\n\n"
-		start := len(system)
-		system += clientSys
-		sections = append(sections, messages.Section{Name: "client_system", Start: start, End: len(system)})
+	opts := messages.Options{Counter: st.counter}
+	sys, err := g.systemFor(res, strings.Join(q.clientSys, "\n\n"), st.cfg.Gateway.ClientSystemMode(), st.counter)
+	if err != nil {
+		return nil, err
 	}
 
 	last := -1
@@ -406,13 +376,17 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream,
 	}
 	rt := messages.Runtime{Now: g.opts.Now(), Location: st.loc, Channel: q.channel, ChatID: q.key,
 		SenderID: q.user, Placement: st.placement}
-	b, err := messages.Build(messages.Turn{System: system, SystemSections: sections, History: history,
-		Message: text, Role: messages.RoleUser, Runtime: rt, Skills: server.SkillExpander{Set: set}},
-		messages.Options{Counter: st.counter})
+	// Built with an empty system prompt; the kept one goes in after.
+	b, err := messages.Build(messages.Turn{History: history,
+		Message: text, Role: messages.RoleUser, Runtime: rt, Skills: server.SkillExpander{Set: set}}, opts)
 	if err != nil {
 		return nil, ferr(fmt.Sprintf("messages[%d]", last), "%v", err)
 	}
+	if err := sys.completeReport(&b.Report, history, opts); err != nil {
+		return nil, err
+	}
 	final := b.Messages
+	final[0].Content = messages.TextContent(sys.system)
 	if len(images) > 0 { // the client's images stay first, as it sent them
 		lm := &final[len(final)-1]
 		parts := append([]messages.Part(nil), images...)
@@ -431,7 +405,7 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream,
 		}
 		final = append(final, m)
 	}
-	out := &built{msgs: final, render: res, report: b.Report}
+	out := &built{msgs: final, sys: sys, render: res, report: b.Report}
 	for _, e := range res.Report.Sections {
 		if e.Status == md.Dropped || e.Status == md.Truncated {
 			out.dropped++
@@ -462,14 +436,10 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream,
 }
 
 // openaiBody is the request for an OpenAI-compatible upstream: the
-// client's fields as they came with loom's messages.
-func (g *Gateway) openaiBody(q *request, final []messages.Message, model string) ([]byte, error) {
-	// The system message is the same long text request after request: its
-	// encoding is kept, and only the rest is encoded each time.
-	sysJSON, err := g.encodeSystem(final[0])
-	if err != nil {
-		return nil, err
-	}
+// client's fields as they came with loom's messages. It is three pieces:
+// the kept encoding of the system message is sent as it is, never copied
+// into a request-sized buffer.
+func (g *Gateway) openaiBody(q *request, final []messages.Message, sys *sysEntry, model string) (parts, error) {
 	wire, err := messages.OpenAIWith(final[1:], messages.OpenAIOptions{KeepExtra: true})
 	if err != nil {
 		return nil, ferr("messages", "%v", err)
@@ -478,9 +448,6 @@ func (g *Gateway) openaiBody(q *request, final []messages.Message, model string)
 	if err != nil {
 		return nil, err
 	}
-	raw := make([]byte, 0, len(sysJSON)+len(rest)+2)
-	raw = append(append(append(raw, '['), sysJSON...), ',')
-	raw = append(raw, rest[1:]...) // rest is "[...]" with at least the user's message
 	// The body is put together by hand: the client's fields as they came
 	// (already valid JSON), in a fixed order, with loom's messages; no
 	// second pass over a 100 KB prompt to re-encode it.
@@ -491,56 +458,74 @@ func (g *Gateway) openaiBody(q *request, final []messages.Message, model string)
 		}
 	}
 	slices.Sort(keys)
-	var buf bytes.Buffer
-	buf.Grow(len(raw) + 256)
-	buf.WriteString(`{"model":`)
+	head := append(make([]byte, 0, 128), `{"model":`...)
 	if m, ok := q.fields["model"]; ok && string(m) != "null" && string(m) != `""` {
-		buf.Write(m)
+		head = append(head, m...)
 	} else {
 		mb, _ := json.Marshal(model)
-		buf.Write(mb)
+		head = append(head, mb...)
 	}
-	buf.WriteString(`,"messages":`)
-	buf.Write(raw)
+	head = append(head, `,"messages":[`...)
+	n := len(rest) + 2
+	for _, k := range keys {
+		n += len(k) + len(q.fields[k]) + 8
+	}
+	tail := make([]byte, 0, n)
+	tail = append(append(tail, ','), rest[1:]...) // rest is "[...]" with at least the user's message
 	for _, k := range keys {
 		kb, _ := json.Marshal(k)
-		buf.WriteByte(',')
-		buf.Write(kb)
-		buf.WriteByte(':')
-		buf.Write(q.fields[k])
+		tail = append(tail, ',')
+		tail = append(tail, kb...)
+		tail = append(tail, ':')
+		tail = append(tail, q.fields[k]...)
 	}
-	buf.WriteString("}\n")
-	return buf.Bytes(), nil
+	tail = append(tail, "}\n"...)
+	return parts{head, sys.openai, tail}, nil
 }
 
-// encodeSystem returns the OpenAI encoding of the system message, from a
-// small memory of the last few (compared by content, so a re-rendered but
-// equal prompt hits too).
-func (g *Gateway) encodeSystem(m messages.Message) ([]byte, error) {
-	text := m.Content.Text
-	g.mu.Lock()
-	for i := range g.sysText {
-		if len(g.sysText[i]) == len(text) && g.sysText[i] == text && g.sysJSON[i] != nil {
-			b := g.sysJSON[i]
-			g.mu.Unlock()
-			return b, nil
-		}
+// parts is a request body in pieces, read in turn.
+type parts [][]byte
+
+func (p parts) size() int64 {
+	n := 0
+	for _, b := range p {
+		n += len(b)
 	}
-	g.mu.Unlock()
-	wire, err := messages.OpenAIWith([]messages.Message{m}, messages.OpenAIOptions{})
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(wire[0])
-	if err != nil {
-		return nil, err
-	}
-	g.mu.Lock()
-	g.sysText[g.sysNext], g.sysJSON[g.sysNext] = text, b
-	g.sysNext = (g.sysNext + 1) % len(g.sysText)
-	g.mu.Unlock()
-	return b, nil
+	return int64(n)
 }
+
+// reader reads the pieces; it writes them whole to a writer that asks.
+func (p parts) reader() io.ReadCloser { return &partsReader{p: p} }
+
+type partsReader struct{ p parts }
+
+func (r *partsReader) Read(b []byte) (int, error) {
+	for len(r.p) > 0 && len(r.p[0]) == 0 {
+		r.p = r.p[1:]
+	}
+	if len(r.p) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, r.p[0])
+	r.p[0] = r.p[0][n:]
+	return n, nil
+}
+
+func (r *partsReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for len(r.p) > 0 {
+		n, err := w.Write(r.p[0])
+		total += int64(n)
+		r.p[0] = r.p[0][n:]
+		if err != nil {
+			return total, err
+		}
+		r.p = r.p[1:]
+	}
+	return total, nil
+}
+
+func (r *partsReader) Close() error { return nil }
 
 // hop-by-hop and per-connection headers are not relayed; nor is the
 // upstream's request id, which would hide loom's.
@@ -550,11 +535,14 @@ var noRelay = map[string]bool{"Connection": true, "Keep-Alive": true, "Transfer-
 
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Workspace, st *upstream, q *request, b *built) {
 	base, host := st.base, st.host
-	up, err := http.NewRequestWithContext(r.Context(), http.MethodPost, base+"/chat/completions", bytes.NewReader(b.body))
+	up, err := http.NewRequestWithContext(r.Context(), http.MethodPost, base+"/chat/completions", nil)
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "upstream_error", "upstream_invalid", "", "upstream %s: %v", redact.URL(base), err)
 		return
 	}
+	// Each read gets its own copy of the slice headers; the bytes are shared.
+	up.Body, up.ContentLength = slices.Clone(b.body).reader(), b.body.size()
+	up.GetBody = func() (io.ReadCloser, error) { return slices.Clone(b.body).reader(), nil }
 	up.Header.Set("Content-Type", "application/json")
 	if q.stream {
 		up.Header.Set("Accept", "text/event-stream")
@@ -682,13 +670,18 @@ type chunk struct {
 // maxEventLine bounds one line of the upstream's event stream.
 const maxEventLine = 16 << 20
 
+// readers are the relay's line readers, reused: 64 KiB each.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
 // relayStream copies the upstream's event stream to the client line by
 // line, flushing at each event's end, and gathers the reply.
 func relayStream(w http.ResponseWriter, r *http.Request, body io.Reader) reply {
 	var rep reply
 	rc := http.NewResponseController(w)
 	w.WriteHeader(http.StatusOK)
-	br := bufio.NewReaderSize(body, 64<<10)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(body)
+	defer func() { br.Reset(nil); readers.Put(br) }()
 	done := false
 	var acc []byte
 	for {
@@ -796,34 +789,97 @@ func (g *Gateway) save(r *http.Request, ws *server.Workspace, st *upstream, q *r
 	}
 	// Saving runs after the handler returns, so the client's response ends
 	// as soon as the upstream's does; the server's drain waits for it.
-	reqID, cut := server.RequestID(r), rep.cut
-	l := g.sessionLock(ws.Name + "\x00" + q.key)
-	g.bg.Add(1)
-	go func() {
-		defer g.bg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		l.Lock()
-		defer l.Unlock()
-		g.persist(ctx, reqID, ws, st, q, cut, saved)
-	}()
+	g.enqueue(ws, pending{reqID: server.RequestID(r), st: st, q: q, cut: rep.cut, msgs: saved})
 }
 
-// persist appends the messages to the session, then submits extraction and
-// starts consolidation when due (not for a cut reply).
-func (g *Gateway) persist(ctx context.Context, reqID string, ws *server.Workspace, st *upstream, q *request, cut string, saved []messages.Message) {
+// pending is one turn waiting to be saved.
+type pending struct {
+	reqID string
+	st    *upstream
+	q     *request
+	cut   string
+	msgs  []messages.Message
+}
+
+// saveQueue holds a session's turns not saved yet. One goroutine per
+// session with turns pending saves them in order, all that have gathered
+// in one append: turns arriving faster than the store takes them (many
+// clients on one session) cost one append per batch, not one each.
+type saveQueue struct {
+	items   []pending
+	running bool
+}
+
+// maxPending bounds a session's queue; past it a handler waits for room
+// before it returns.
+const maxPending = 256
+
+func (g *Gateway) enqueue(ws *server.Workspace, p pending) {
+	k := ws.Name + "\x00" + p.q.key
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sq := g.queues[k]
+	if sq == nil {
+		sq = &saveQueue{}
+		g.queues[k] = sq
+	}
+	for len(sq.items) >= maxPending {
+		g.room.Wait()
+	}
+	sq.items = append(sq.items, p)
+	if !sq.running {
+		sq.running = true
+		g.bg.Add(1)
+		go g.saveLoop(ws, k, sq)
+	}
+}
+
+func (g *Gateway) saveLoop(ws *server.Workspace, k string, sq *saveQueue) {
+	defer g.bg.Done()
+	for {
+		g.mu.Lock()
+		batch := sq.items
+		sq.items = nil
+		if len(batch) == 0 {
+			sq.running = false
+			delete(g.queues, k)
+			g.mu.Unlock()
+			return
+		}
+		g.room.Broadcast()
+		g.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		g.persist(ctx, ws, batch)
+		cancel()
+	}
+}
+
+// persist appends a session's pending turns, in order, then submits
+// extraction and starts consolidation when due, as the last turn not cut
+// asks (a cut reply gets neither).
+func (g *Gateway) persist(ctx context.Context, ws *server.Workspace, batch []pending) {
+	q, reqID := batch[len(batch)-1].q, batch[len(batch)-1].reqID
+	var all []messages.Message
+	var last *pending
+	for i := range batch {
+		all = append(all, batch[i].msgs...)
+		if batch[i].cut == "" {
+			last = &batch[i]
+		}
+	}
 	store, err := ws.SessionStore(ctx)
 	if err != nil {
 		g.log.Error("gateway: save session", "request_id", reqID, "session", q.key, "err", err)
 		return
 	}
-	if err := store.Append(ctx, q.key, saved...); err != nil {
+	if err := store.Append(ctx, q.key, all...); err != nil {
 		g.log.Error("gateway: save session", "request_id", reqID, "session", q.key, "err", err)
 		return
 	}
-	if cut != "" || (st.extract == nil && st.threshold < 0) {
+	if last == nil || (last.st.extract == nil && last.st.threshold < 0) {
 		return
 	}
+	st, q := last.st, last.q
 	sess, err := store.Load(ctx, q.key)
 	if err != nil {
 		g.log.Error("gateway: load session", "session", q.key, "err", err)
