@@ -397,8 +397,10 @@ func (c *loadClient) timed(k kind, f func() (int, string, error)) (int, string) 
 }
 
 // renderHas renders on another replica right after a write and checks the
-// write is there. The other replica hears of it by NOTIFY; a render that
-// lacks it is retried for up to a second, and the lag is recorded.
+// write is there. The other replica hears of it by NOTIFY, a few
+// milliseconds later on an idle machine but up to hundreds on a starved
+// one: a render that lacks it is retried for up to 3 s, and the lag is
+// recorded and printed with the figures.
 func (c *loadClient) renderHas(url, content string) {
 	first := time.Now()
 	for attempt := 0; ; attempt++ {
@@ -418,7 +420,7 @@ func (c *loadClient) renderHas(url, content string) {
 		if st != 200 && st != 0 && st != 503 {
 			return
 		}
-		if time.Since(first) > time.Second {
+		if time.Since(first) > 3*time.Second {
 			c.bad = append(c.bad, fmt.Sprintf("a render on another replica lacked %q for %s after the write was acknowledged", content, time.Since(first).Round(time.Millisecond)))
 			return
 		}

@@ -184,6 +184,8 @@ type workspaceMemory struct {
 	root   string
 	cats   []memory.Category
 	dbPath string
+	// store and dsnEnv are loom.yaml's memory.store and memory.dsn_env.
+	store, dsnEnv string
 }
 
 // load reads loom.yaml for the memory settings. This is the seam where
@@ -201,7 +203,8 @@ func load(dir string) (*workspaceMemory, error) {
 	if err != nil {
 		return nil, err
 	}
-	wm := &workspaceMemory{ws: ws, root: ws.Root(), cats: memory.DefaultCategories, dbPath: dbPath}
+	wm := &workspaceMemory{ws: ws, root: ws.Root(), cats: memory.DefaultCategories, dbPath: dbPath,
+		store: cfg.Memory.Store, dsnEnv: cfg.Memory.DSNEnv}
 	if len(cfg.Memory.Categories) > 0 {
 		wm.cats = make([]memory.Category, len(cfg.Memory.Categories))
 		for i, c := range cfg.Memory.Categories {
@@ -215,10 +218,10 @@ func load(dir string) (*workspaceMemory, error) {
 // ifExists and no SQLite database it returns nil. The returned store's
 // Close also closes what it opened.
 func (wm *workspaceMemory) open(opts *Options, ifExists bool) (memory.Store, error) {
-	switch storeKind(opts) {
+	switch storeKind(opts, wm) {
 	case "sqlite":
 	case "postgres":
-		db, err := openPG(opts)
+		db, err := openPG(opts, wm)
 		if err != nil {
 			return nil, err
 		}
@@ -241,21 +244,30 @@ func (wm *workspaceMemory) open(opts *Options, ifExists bool) (memory.Store, err
 	return s, nil
 }
 
-func storeKind(opts *Options) string {
+// storeKind is --store, else $LOOM_MEMORY_STORE, else loom.yaml's
+// memory.store (wm may be nil), else sqlite.
+func storeKind(opts *Options, wm *workspaceMemory) string {
 	if opts.Store != "" {
 		return opts.Store
 	}
 	if v := os.Getenv("LOOM_MEMORY_STORE"); v != "" {
 		return v
 	}
+	if wm != nil && wm.store != "" {
+		return wm.store
+	}
 	return "sqlite"
 }
 
-// openPG connects with the DSN from the operator's variable.
-func openPG(opts *Options) (*pgstore.DB, error) {
+// openPG connects with the DSN from the operator's variable: --dsn-env,
+// else loom.yaml's memory.dsn_env when the flag is left at its default.
+func openPG(opts *Options, wm *workspaceMemory) (*pgstore.DB, error) {
 	name := opts.DSNEnv
+	if (name == "" || name == config.DefaultDSNEnv) && wm != nil && wm.dsnEnv != "" {
+		name = wm.dsnEnv
+	}
 	if name == "" {
-		name = "LOOM_PG_DSN"
+		name = config.DefaultDSNEnv
 	}
 	dsn := os.Getenv(name)
 	if dsn == "" {

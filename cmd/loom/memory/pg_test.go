@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/internal/testenv"
+	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/memory/pgstore"
 )
 
@@ -68,5 +69,39 @@ func TestPostgresStore(t *testing.T) {
 	}
 	if _, _, err := run(t, "export", "-w", ws, "--files", dir); err == nil {
 		t.Errorf("--files with SQLite accepted")
+	}
+}
+
+// loom.yaml's memory.store and memory.dsn_env choose PostgreSQL for the
+// CLI as they do for loom serve, and a memory added by the CLI is the
+// server's (one workspace key).
+func TestPostgresChosenByLoomYAML(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	t.Setenv("LOOM_TEAM_DSN", dsn)
+	t.Setenv("LOOM_MEMORY_STORE", "")
+	t.Setenv("LOOM_PG_WORKSPACE", "cmdtest/"+t.Name()+"/"+time.Now().Format(time.RFC3339Nano))
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "loom.yaml"), []byte("memory:\n  store: postgres\n  dsn_env: LOOM_TEAM_DSN\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "add", "-w", ws, "Respond in Welsh")
+	if out := mustRun(t, "list", "-w", ws); !strings.Contains(out, "Respond in Welsh.") {
+		t.Errorf("list:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".loom", "memory.db")); !os.IsNotExist(err) {
+		t.Errorf("loom.yaml chose postgres but memory.db was made: %v", err)
+	}
+	db, err := pgstore.Open(context.Background(), dsn, pgstore.WithoutListen())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	list, err := db.Memory(pgstore.WorkspaceKey(ws)).List(context.Background(), memory.Query{})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("in the database: %v, %v", list, err)
+	}
+	// --store sqlite still wins.
+	if out := mustRun(t, "list", "-w", ws, "--store", "sqlite"); strings.Contains(out, "Welsh") {
+		t.Errorf("--store sqlite listed PostgreSQL's memories:\n%s", out)
 	}
 }

@@ -189,10 +189,14 @@ func parseJSONL(name string, data []byte) (ms []memory.Memory, lines []int, err 
 }
 
 func exportRun(opts *Options) error {
-	if opts.FilesDir != "" && storeKind(opts) != "postgres" {
+	wm, err := load(opts.Dir)
+	if err != nil {
+		return err
+	}
+	if opts.FilesDir != "" && storeKind(opts, wm) != "postgres" {
 		return cmdutil.FlagErrorf("--files needs --store postgres: with SQLite the memory files already are files, in the workspace's memory/ folder")
 	}
-	s, err := openStore(opts, true)
+	s, err := wm.open(opts, true)
 	if err != nil || s == nil {
 		return err
 	}

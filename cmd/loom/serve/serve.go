@@ -105,10 +105,13 @@ finish and drains queued work, within --drain-timeout.`,
 			default:
 				return cmdutil.FlagErrorf("--log-format must be text or json")
 			}
+			if !cmd.Flags().Changed("store") {
+				opts.Store = strings.TrimSpace(os.Getenv("LOOM_MEMORY_STORE")) // as loom memory reads it
+			}
 			switch opts.Store {
 			case "", server.StoreSQLite, server.StorePostgres:
 			default:
-				return cmdutil.FlagErrorf("--store must be sqlite or postgres")
+				return cmdutil.FlagErrorf("--store (or LOOM_MEMORY_STORE) must be sqlite or postgres")
 			}
 			if cmd.Flags().Changed("dsn-env") && opts.Store != server.StorePostgres {
 				return cmdutil.FlagErrorf("--dsn-env needs --store postgres")
@@ -141,7 +144,7 @@ finish and drains queued work, within --drain-timeout.`,
 	fl.Int64Var(&opts.MaxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body")
 	fl.DurationVar(&opts.DrainTimeout, "drain-timeout", server.DefaultDrainTimeout, "longest wait for running requests and queued work at shutdown")
 	fl.BoolVar(&opts.NoWatch, "no-watch", false, "do not watch workspaces (every render checks the disk)")
-	fl.StringVar(&opts.Store, "store", "", "where memories and sessions are kept: sqlite or postgres (default: each loom.yaml's memory.store, else sqlite)")
+	fl.StringVar(&opts.Store, "store", "", "where memories and sessions are kept: sqlite or postgres (default: $LOOM_MEMORY_STORE, else each loom.yaml's memory.store, else sqlite)")
 	fl.StringVar(&opts.DSNEnv, "dsn-env", config.DefaultDSNEnv, "variable holding the PostgreSQL DSN, with --store postgres")
 	return cmd
 }

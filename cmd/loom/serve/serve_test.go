@@ -21,7 +21,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"-w", ".", "--root", "."}, "cannot be used together"},
 		{[]string{"--log-format", "xml"}, "--log-format"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
-		{[]string{"--store", "mysql"}, "--store must be sqlite or postgres"},
+		{[]string{"--store", "mysql"}, "must be sqlite or postgres"},
 		{[]string{"--dsn-env", "LOOM_X"}, "--dsn-env needs --store postgres"},
 		{[]string{"--store", "postgres", "--dsn-env", "1BAD"}, "not a variable name"},
 	} {
