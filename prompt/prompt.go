@@ -115,6 +115,9 @@ type Builder struct {
 	nodes    *nodeCache
 	rendered *md.Cache
 	last     *lastRender
+	// refreshing is set while one Render gathers again only because the
+	// last result aged past freshFor.
+	refreshing atomic.Bool
 }
 
 // New returns a builder for ws.
@@ -153,9 +156,18 @@ func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 		b.mu.Lock()
 		last := b.last
 		b.mu.Unlock()
-		if last != nil && last.optsKey == key && last.gen == b.ws.Generation() && time.Since(last.at) < freshFor &&
-			stamp != "" && last.memStamp == stamp {
-			return last.result, last.err
+		if last != nil && last.optsKey == key && last.gen == b.ws.Generation() && stamp != "" && last.memStamp == stamp {
+			if time.Since(last.at) < freshFor {
+				return last.result, last.err
+			}
+			// Stale by age alone: one caller gathers again, for what no
+			// watcher sees; the callers meanwhile keep the last result. If
+			// every caller gathered, a server with 64 requests in flight
+			// would run 64 gathers at once every freshFor and stall them all.
+			if !b.refreshing.CompareAndSwap(false, true) {
+				return last.result, last.err
+			}
+			defer b.refreshing.Store(false)
 		}
 	}
 	st, err := b.gather(ctx, opts)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +13,23 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	renders  *prometheus.CounterVec
+
+	// renderHit and renderMiss are renders' two children, resolved once.
+	renderHit, renderMiss prometheus.Counter
+	// series holds each (method, route, status)'s counter and histogram
+	// once resolved, so a request costs no label hashing, no status
+	// formatting and no lock on the vectors: a handful of sync.Map reads.
+	series sync.Map // seriesKey → *series
+}
+
+type seriesKey struct {
+	method, route string
+	status        int
+}
+
+type series struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -28,12 +46,37 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "loom_render_total", Help: "Prompt renders by outcome: hit (the builder's cached result), miss (rendered anew).",
 		}, []string{"cache"}),
 	}
+	m.renderHit, m.renderMiss = m.renders.WithLabelValues("hit"), m.renders.WithLabelValues("miss")
 	reg.MustRegister(m.requests, m.latency, m.renders,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
+// observe counts a request and its latency. route is a registered pattern
+// (or "unmatched") and method is whatever the client sent; a method outside
+// the standard ones is counted as "other", so a client cannot make the
+// series grow without bound.
 func (m *metrics) observe(method, route string, status int, d time.Duration) {
-	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
-	m.latency.WithLabelValues(route).Observe(d.Seconds())
+	if !standardMethod(method) {
+		method = "other"
+	}
+	k := seriesKey{method, route, status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &series{
+			requests: m.requests.WithLabelValues(method, route, strconv.Itoa(status)),
+			latency:  m.latency.WithLabelValues(route),
+		})
+	}
+	sr := v.(*series)
+	sr.requests.Inc()
+	sr.latency.Observe(d.Seconds())
+}
+
+func standardMethod(m string) bool {
+	switch m {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE":
+		return true
+	}
+	return false
 }

@@ -144,6 +144,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			if status >= 500 {
 				lvl = slog.LevelError
 			}
+			if !s.log.Enabled(r.Context(), lvl) {
+				return // the attributes below would be built for nothing
+			}
 			s.log.LogAttrs(r.Context(), lvl, "request",
 				slog.String("request_id", id), slog.String("method", r.Method),
 				slog.String("path", r.URL.Path), slog.String("route", route),

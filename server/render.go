@@ -145,9 +145,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, ws *Workspace) {
 		return
 	}
 	if hit {
-		s.metrics.renders.WithLabelValues("hit").Inc()
+		s.metrics.renderHit.Inc()
 	} else {
-		s.metrics.renders.WithLabelValues("miss").Inc()
+		s.metrics.renderMiss.Inc()
 	}
 	h := w.Header()
 	h.Set("ETag", enc.etag)

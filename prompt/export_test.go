@@ -1,0 +1,20 @@
+package prompt
+
+import "time"
+
+// AgeLast makes the last result look d older, as if d had passed.
+func (b *Builder) AgeLast(d time.Duration) {
+	b.mu.Lock()
+	b.last.at = b.last.at.Add(-d)
+	b.mu.Unlock()
+}
+
+// LastAt is when the last result was remembered.
+func (b *Builder) LastAt() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.last.at
+}
+
+// HoldRefresh marks an age refresh as in flight (or not).
+func (b *Builder) HoldRefresh(on bool) { b.refreshing.Store(on) }
