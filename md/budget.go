@@ -72,6 +72,7 @@ var ErrBadBudget = errors.New("budget must be a positive number of tokens")
 // Renderer renders trees to Markdown, within a token budget when it has one.
 // A Renderer is safe for concurrent use.
 type Renderer struct {
+	tail       []Entry
 	counter    Counter
 	budget     int
 	hasBudget  bool
@@ -96,6 +97,10 @@ func WithBudget(n int) Option {
 // from cold is most of the cost of rendering it. Truncation to a scope's own
 // limit still counts what it cuts.
 func WithoutCounts() Option { return func(r *Renderer) { r.skipCounts = true } }
+
+// WithTail appends entries to every report, after the scopes': for what a
+// caller left out before rendering. The report copies them once.
+func WithTail(entries []Entry) Option { return func(r *Renderer) { r.tail = entries } }
 
 // NewRenderer returns a renderer with the given options.
 func NewRenderer(opts ...Option) *Renderer {
@@ -490,7 +495,7 @@ var noSources = []string{}
 
 // report builds the report of a finished render.
 func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report {
-	rep := Report{Sections: make([]Entry, 0, len(recs)+1)}
+	rep := Report{Sections: make([]Entry, 0, len(recs)+len(rd.tail))}
 	if rd.hasBudget {
 		b := rd.budget
 		rep.Budget = &b
@@ -549,6 +554,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 			locate(&e, rc.text, rc.depth)
 			rep.Sections = append(rep.Sections, e)
 		}
+		rep.Sections = append(rep.Sections, rd.tail...)
 		return rep
 	}
 	last := p.last()
@@ -608,6 +614,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 		}
 		rep.Sections = append(rep.Sections, e)
 	}
+	rep.Sections = append(rep.Sections, rd.tail...)
 	return rep
 }
 

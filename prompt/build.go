@@ -311,7 +311,7 @@ func (st *state) disabled(section string) bool {
 }
 
 func (st *state) rendererOptions() []md.Option {
-	opts := []md.Option{md.WithCounter(st.counter)}
+	opts := []md.Option{md.WithCounter(st.counter), md.WithTail(st.extraEntries)}
 	if st.opts.NoCounts {
 		opts = append(opts, md.WithoutCounts())
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
@@ -119,6 +120,7 @@ func BenchmarkRenderBudgeted(b *testing.B) {
 // editLoop edits one file between renders, alternating two contents, so
 // each render follows one real change.
 func editLoop(b *testing.B, bl *prompt.Builder, opts prompt.Options, path string) {
+	ws := bl.Workspace()
 	orig, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)
@@ -135,8 +137,14 @@ func editLoop(b *testing.B, bl *prompt.Builder, opts prompt.Options, path string
 		if i%2 == 1 {
 			data = alt
 		}
+		gen := ws.Generation()
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			b.Fatal(err)
+		}
+		// With a watch, the change is seen once its event arrived: wait
+		// for it, so the render measured is the one after the change.
+		for deadline := time.Now().Add(5 * time.Second); ws.Watching() && ws.Generation() == gen && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Microsecond)
 		}
 		b.StartTimer()
 		mustRender(b, bl, opts)

@@ -209,7 +209,7 @@ func (st *state) render(tree md.Node) (*Result, error) {
 		Tokens:      res.Report.Tokens,
 		Budget:      res.Report.Budget,
 		Preset:      st.preset,
-		Sections:    slices.Concat(res.Report.Sections, st.extraEntries),
+		Sections:    res.Report.Sections,
 		Diagnostics: st.diags,
 	}
 	if rep.Diagnostics == nil {

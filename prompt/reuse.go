@@ -75,14 +75,9 @@ func (st *state) inputsKey() string {
 	}
 	b.WriteByte('|')
 	if st.skills != nil {
-		for _, s := range st.skills.Skills {
-			b.WriteString(s.Name)
-			b.WriteByte(':')
-			b.WriteString(string(s.Status))
-			b.WriteString(strconv.FormatBool(s.Available))
-			b.WriteString(strings.Join(s.Missing, ","))
-			b.WriteByte(';')
-		}
+		// A loader hands out a new Set whenever a skill or its
+		// availability changed.
+		b.WriteString(strconv.FormatUint(st.skills.ID(), 10))
 	}
 	b.WriteByte('|')
 	if st.memories != nil {

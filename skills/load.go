@@ -149,30 +149,30 @@ type Loader struct {
 	// For a watched workspace, what each root loaded last (see
 	// loadRoot), and each skill as the last Set showed it (see newSet).
 	rootMemo map[string]*rootMemo
-	finals   map[*Skill]*Skill
 	// last is the last Set, made from lastRoots roots with lastDiags.
 	last      *Set
 	lastRoots int
 	lastDiags workspace.Diagnostics
+	reusedAny bool // this load took something from rootMemo
 }
 
 // rootMemo is what one root loaded, with the workspace's stamp of its
 // folder and the availability epoch it was checked in. While both hold,
-// nothing in it changed; while a skill's own stamp holds, that skill did
-// not.
+// nothing in it changed; when the stamp moved, the workspace's change log
+// names the entries that changed, and the others are taken as they were.
 type rootMemo struct {
 	stamp uint64
 	epoch uint64
 	out   []*Skill
 	diags workspace.Diagnostics
-	jobs  map[string]jobMemo // by rel
+	jobs  []jobMemo // in listing order
 }
 
 type jobMemo struct {
-	stamp uint64
-	skill *Skill // nil: no skill there
-	key   string // the parse cache key, "" when none
-	skip  bool   // left out as an untouched template
+	name, rel string // the folder entry's name, the skill file
+	skill     *Skill // nil: no skill there
+	key       string // the file's parse cache key, "" when none
+	skip      bool   // left out as an untouched template
 }
 
 // binsFresh bounds how long a PATH search result is reused.
@@ -221,7 +221,8 @@ func (l *Loader) Load() *Set {
 		chk.goos = runtime.GOOS
 	}
 
-	seen := make(map[string]bool, len(l.cache))
+	seen := map[string]bool{}
+	l.reusedAny = false
 	var all []*Skill
 	same := l.last != nil
 	for i := range roots {
@@ -229,9 +230,21 @@ func (l *Loader) Load() *Set {
 		same = same && reused
 		all = append(all, out...)
 	}
-	for k := range l.cache {
-		if !seen[k] {
-			delete(l.cache, k)
+	// Parsed files nobody loads any more go, checked when the cache has
+	// grown past twice what is in use: a watched load that read a few
+	// files again does not walk it.
+	if len(l.cache) > 2*len(all)+64 || !l.reusedAny {
+		for _, m := range l.rootMemo {
+			for _, j := range m.jobs {
+				if j.key != "" {
+					seen[j.key] = true
+				}
+			}
+		}
+		for k := range l.cache {
+			if !seen[k] {
+				delete(l.cache, k)
+			}
 		}
 	}
 	if same && len(roots) == l.lastRoots && slices.Equal(diags, l.lastDiags) {
@@ -321,40 +334,38 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 	// A root of the watched workspace (or of the built-in skills, which
 	// never change) whose folder's stamp held since it was last loaded, in
 	// the same availability epoch, gives the same skills: nothing is read.
-	// Within a root whose stamp moved, each skill whose own stamp held is
-	// taken as it was, and only the others are read again.
-	var memoKey string
-	var stampOf func(rel string) (uint64, bool)
-	switch {
-	case r.door == l.builtin:
-		stampOf = func(string) (uint64, bool) { return 0, true }
-	case r.door == l.ws && !r.external:
-		stampOf = l.ws.TreeStamp
-	}
-	var prev *rootMemo
+	// Within a root whose stamp moved, the skills the workspace's change
+	// log does not name are taken as they were, and only the others are
+	// read again.
+	memoKey := string(r.source) + "\x00" + r.dir + "\x00" + strconv.FormatBool(r.flat)
 	var stamp uint64
 	watched := false
-	if stampOf != nil {
-		memoKey = string(r.source) + "\x00" + r.dir + "\x00" + strconv.FormatBool(r.flat)
-		stamp, watched = stampOf(r.dir)
-		if watched {
-			prev = l.rootMemo[memoKey]
-			if prev != nil && prev.epoch != l.binsEpoch {
+	switch {
+	case r.door == l.builtin:
+		watched = true
+	case r.door == l.ws && !r.external:
+		stamp, watched = l.ws.TreeStamp(r.dir)
+	}
+	var prev *rootMemo
+	var changed []string
+	if watched {
+		prev = l.rootMemo[memoKey]
+		if prev != nil && prev.epoch != l.binsEpoch {
+			prev = nil
+		}
+		if prev != nil && prev.stamp == stamp {
+			l.reusedAny = true
+			*diags = append(*diags, prev.diags...)
+			return prev.out, true
+		}
+		if prev != nil {
+			var ok bool
+			if changed, ok = l.ws.ChangedSince(r.dir, prev.stamp); !ok {
 				prev = nil
 			}
 		}
-		if !watched {
-			delete(l.rootMemo, memoKey)
-		}
-	}
-	if prev != nil && prev.stamp == stamp {
-		for _, j := range prev.jobs {
-			if j.key != "" {
-				seen[j.key] = true
-			}
-		}
-		*diags = append(*diags, prev.diags...)
-		return prev.out, true
+	} else {
+		delete(l.rootMemo, memoKey)
 	}
 	before := len(*diags)
 	entries, err := r.door.ReadDir(r.dir)
@@ -368,57 +379,50 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		return nil, false
 	}
 	type job struct {
-		name, rel string
-		stamp     uint64
-		reuse     *jobMemo
+		jobMemo
+		reused bool
 	}
 	var jobs []job
+	var old []jobMemo
+	if prev != nil {
+		old = prev.jobs
+	}
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		var rel, own string
+		// The listing and the last one are both sorted by name.
+		for len(old) > 0 && old[0].name < name {
+			old = old[1:]
+		}
+		if len(old) > 0 && old[0].name == name && !slices.Contains(changed, name) {
+			jobs = append(jobs, job{old[0], true})
+			l.reusedAny = true
+			continue
+		}
+		var rel, skillName string
 		if r.flat {
 			if e.IsDir() || !strings.HasSuffix(name, ".md") {
 				continue
 			}
-			rel = path.Join(r.dir, name)
-			own = rel
-			name = strings.TrimSuffix(name, ".md")
+			rel, skillName = path.Join(r.dir, name), strings.TrimSuffix(name, ".md")
 		} else {
 			if !e.IsDir() && e.Type()&fs.ModeSymlink == 0 {
 				continue
 			}
-			own = path.Join(r.dir, name)
-			rel = path.Join(own, FileName)
+			rel, skillName = path.Join(r.dir, name, FileName), name
 		}
-		j := job{name: name, rel: rel}
-		if watched {
-			if st, ok := stampOf(own); ok {
-				j.stamp = st
-				if pj, ok := prev.jobOf(rel); ok && pj.stamp == st {
-					j.reuse = &pj
-				}
-			}
-		}
-		jobs = append(jobs, j)
+		jobs = append(jobs, job{jobMemo{name: name, rel: rel, skill: &Skill{Name: skillName}}, false})
 	}
 	// Reading and parsing are independent per file, and a cold load of a
 	// large folder is mostly that, so it is spread over the processors.
-	loaded := make([]*Skill, len(jobs))
-	keys := make([]string, len(jobs))
 	fresh := make([]bool, len(jobs))
 	todo := make([]int, 0, len(jobs))
 	for i, j := range jobs {
-		if j.reuse != nil {
-			loaded[i], keys[i] = j.reuse.skill, j.reuse.key
-			if keys[i] != "" {
-				seen[keys[i]] = true
-			}
-			continue
+		if !j.reused {
+			todo = append(todo, i)
 		}
-		todo = append(todo, i)
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(todo)/8+1)
 	var next atomic.Int64
@@ -428,8 +432,8 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		go func() {
 			defer wg.Done()
 			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
-				i := todo[k]
-				loaded[i], keys[i], fresh[i] = l.loadOne(r, jobs[i].name, jobs[i].rel, chk, seen)
+				j := &jobs[todo[k]]
+				j.skill, j.key, fresh[todo[k]] = l.loadOne(r, j.skill.Name, j.rel, chk, seen)
 			}
 		}()
 	}
@@ -437,27 +441,26 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 	var out []*Skill
 	var memo *rootMemo
 	if watched {
-		memo = &rootMemo{stamp: stamp, epoch: l.binsEpoch, jobs: make(map[string]jobMemo, len(jobs))}
+		memo = &rootMemo{stamp: stamp, epoch: l.binsEpoch, jobs: make([]jobMemo, 0, len(jobs))}
 	}
-	for i, s := range loaded {
-		jm := jobMemo{stamp: jobs[i].stamp, skill: s, key: keys[i]}
-		if jobs[i].reuse != nil {
-			jm.skip = jobs[i].reuse.skip
-		} else if s != nil {
+	for i := range jobs {
+		j := &jobs[i]
+		s := j.skill
+		if !j.reused && s != nil {
 			if fresh[i] && r.source == SourceBuiltin && s.Status != StatusBroken {
 				l.materialize(s)
 			}
-			if r.source == SourceWorkspace && s.Status != StatusBroken && starter.IsUntouched(jobs[i].rel, s.raw) {
-				jm.skip = true
+			if r.source == SourceWorkspace && s.Status != StatusBroken && starter.IsUntouched(j.rel, s.raw) {
+				j.skip = true
 			}
 		}
 		if memo != nil {
-			memo.jobs[jobs[i].rel] = jm
+			memo.jobs = append(memo.jobs, j.jobMemo)
 		}
 		if s == nil {
 			continue
 		}
-		if jm.skip {
+		if j.skip {
 			diags.Add(workspace.Warning, s.Path, 0, "skill.untouched-template", "left out: still loom's starter template")
 			continue
 		}
@@ -469,14 +472,6 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		l.rememberRoot(memoKey, memo)
 	}
 	return out, false
-}
-
-func (m *rootMemo) jobOf(rel string) (jobMemo, bool) {
-	if m == nil {
-		return jobMemo{}, false
-	}
-	j, ok := m.jobs[rel]
-	return j, ok
 }
 
 func (l *Loader) rememberRoot(key string, m *rootMemo) {
@@ -580,13 +575,14 @@ type Set struct {
 	Diagnostics workspace.Diagnostics
 
 	byName map[string]*Skill
+	id     uint64
 }
 
 // newSet sorts the loaded skills and settles precedence. The skills a
 // Loader loaded are left as they are (a later Load may hand them out
 // again): each goes into the Set as a copy with its status, or as the very
-// copy the last Set had when nothing about it changed, so that a caller
-// that keeps what it built from a *Skill can keep it.
+// copy the last Set had when nothing about it changed (its base's final),
+// so that a caller that keeps what it built from a *Skill can keep it.
 func (l *Loader) newSet(all []*Skill, folderDiags workspace.Diagnostics) *Set {
 	sort.SliceStable(all, func(i, j int) bool {
 		if all[i].Name != all[j].Name {
@@ -596,7 +592,6 @@ func (l *Loader) newSet(all []*Skill, folderDiags workspace.Diagnostics) *Set {
 	})
 	s := &Set{Skills: make([]*Skill, len(all)), byName: make(map[string]*Skill, len(all))}
 	s.Diagnostics = append(s.Diagnostics, folderDiags...)
-	finals := make(map[*Skill]*Skill, len(all))
 	for i, base := range all {
 		status, shadowedBy := base.Status, ""
 		win, lost := s.byName[base.Name]
@@ -609,26 +604,33 @@ func (l *Loader) newSet(all []*Skill, folderDiags workspace.Diagnostics) *Set {
 				status = StatusWarning
 			}
 		}
-		sk := l.finals[base]
+		sk := base.final
 		if sk == nil || sk.Status != status || sk.ShadowedBy != shadowedBy {
 			c := *base
-			c.Status, c.ShadowedBy = status, shadowedBy
+			c.Status, c.ShadowedBy, c.final = status, shadowedBy, nil
 			if lost {
 				c.Diagnostics = slices.Clone(base.Diagnostics)
 				c.Diagnostics.Add(workspace.Warning, c.Path, 0, "skill.shadowed", "skill %q is shadowed by %s", c.Name, win.Path)
 			}
 			sk = &c
 		}
-		finals[base] = sk
+		base.final = sk
 		s.Skills[i] = sk
 		if !lost {
 			s.byName[sk.Name] = sk
 		}
 		s.Diagnostics = append(s.Diagnostics, sk.Diagnostics...)
 	}
-	l.finals = finals
+	s.id = setIDs.Add(1)
 	return s
 }
+
+// setIDs numbers Sets.
+var setIDs atomic.Uint64
+
+// ID is a number no other Set in this process has: a loader that hands
+// out the same Set again (nothing changed) hands out the same ID.
+func (s *Set) ID() uint64 { return s.id }
 
 // Get returns the skill that answers to name: the winner among skills of
 // that name, which may be broken.

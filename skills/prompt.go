@@ -59,9 +59,10 @@ type PromptOptions struct {
 // Set is never changed, and a Loader hands out the same one while nothing
 // about the skill changed, so the pointer stands for its content.
 type entryKey struct {
-	kind        string
-	sk          *Skill
-	prio, level int
+	sk      *Skill
+	prio    int
+	level   int32
+	listing bool
 }
 
 // entry returns the entry node for sk, through opts.Reuse when set.
@@ -69,7 +70,7 @@ func (opts PromptOptions) entry(kind string, sk *Skill, prio, level int, build f
 	if opts.Reuse == nil {
 		return build()
 	}
-	return opts.Reuse(entryKey{kind: kind, sk: sk, prio: prio, level: level}, func() any { return build() }).(*md.Scope)
+	return opts.Reuse(entryKey{sk: sk, prio: prio, level: int32(level), listing: kind == "listing"}, func() any { return build() }).(*md.Scope)
 }
 
 func level(opts PromptOptions, def int) int {
@@ -213,23 +214,26 @@ func entryScope(sk *Skill, prio int, n md.Node) *md.Scope {
 
 // moreNotice says how many entries the budget dropped and which folders
 // hold them.
+// The folders are worked out when a notice is first needed.
 func moreNotice(list []*Skill) func(int) md.Node {
-	var dirs []string
-	seen := map[string]bool{}
-	for _, sk := range list {
-		d := topFolder(sk)
-		if !seen[d] {
-			seen[d] = true
-			dirs = append(dirs, d)
+	where := sync.OnceValue(func() string {
+		var dirs []string
+		seen := map[string]bool{}
+		for _, sk := range list {
+			d := topFolder(sk)
+			if !seen[d] {
+				seen[d] = true
+				dirs = append(dirs, d)
+			}
 		}
-	}
-	sort.Strings(dirs)
-	where := joinAnd(dirs)
+		sort.Strings(dirs)
+		return joinAnd(dirs)
+	})
 	return func(n int) md.Node {
 		return md.Raw(execute(moreTmpl(), struct {
 			N     int
 			Where string
-		}{n, where}))
+		}{n, where()}))
 	}
 }
 

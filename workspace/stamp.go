@@ -1,6 +1,9 @@
 package workspace
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // treeStamps are the counters behind [Workspace.TreeStamp]. Every change
 // takes the next number of seq and writes it on the path it touched and on
@@ -9,12 +12,32 @@ type treeStamps struct {
 	seq  uint64
 	all  uint64
 	path map[string]uint64
+	// log holds the latest changes in order, for ChangedSince; gone is
+	// the newest seq no longer in it.
+	log  []logged
+	next int // where the next change goes once log is full
+	gone uint64
 }
+
+type logged struct {
+	seq uint64
+	rel string
+}
+
+// logSize is how many changes ChangedSince can look back over.
+const logSize = 1024
 
 // bump marks rel (clean, slash-separated, "" for the root) and every folder
 // above it as changed. The caller holds w.mu.
 func (t *treeStamps) bump(rel string) {
 	t.seq++
+	if len(t.log) < logSize {
+		t.log = append(t.log, logged{t.seq, rel})
+	} else {
+		t.gone = t.log[t.next].seq
+		t.log[t.next] = logged{t.seq, rel}
+		t.next = (t.next + 1) % logSize
+	}
 	if t.path == nil {
 		t.path = map[string]uint64{}
 	}
@@ -83,4 +106,49 @@ func (w *Workspace) TreeStamp(rel string) (stamp uint64, ok bool) {
 		return 0, false
 	}
 	return w.trees.at(rel), true
+}
+
+// ChangedSince returns the names of the entries directly in the folder rel
+// that changed, or had something under them change, after stamp since (a
+// value TreeStamp returned for rel), sorted, with ok true when it can tell:
+// while the door vouches for its stamps, when the changes since are still
+// remembered (the last thousand or so), and when nothing voided every
+// stamp or touched rel itself in between. With ok false the caller must
+// look at everything under rel again.
+func (w *Workspace) ChangedSince(rel string, since uint64) (names []string, ok bool) {
+	if w.fsys != nil {
+		return nil, true
+	}
+	rel = cleanRel(rel)
+	if !inside(rel) {
+		return nil, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := &w.trees
+	if w.watcher == nil || w.distrust || w.uncovered.Load() || w.linked.Load() || since < t.all || since < t.gone {
+		return nil, false
+	}
+	prefix := rel + "/"
+	if rel == "" {
+		prefix = ""
+	}
+	for _, l := range t.log {
+		if l.seq <= since {
+			continue
+		}
+		if l.rel == rel {
+			return nil, false
+		}
+		rest, under := strings.CutPrefix(l.rel, prefix)
+		if !under {
+			continue
+		}
+		name, _, _ := strings.Cut(rest, "/")
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, true
 }

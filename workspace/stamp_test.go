@@ -66,6 +66,15 @@ func TestTreeStamp(t *testing.T) {
 	if stamp("skills/b") != b || stamp("SOUL.md") != soul {
 		t.Error("an edit moved the stamp of something it did not touch")
 	}
+	if names, ok := ws.ChangedSince("skills", skills); !ok || len(names) != 1 || names[0] != "a" {
+		t.Errorf("ChangedSince(skills) = %v, %v; want [a]", names, ok)
+	}
+	if names, ok := ws.ChangedSince("", soul); !ok || len(names) != 1 || names[0] != "skills" {
+		t.Errorf("ChangedSince(root) = %v, %v; want [skills]", names, ok)
+	}
+	if names, ok := ws.ChangedSince("memory", stamp("memory")); !ok || len(names) != 0 {
+		t.Errorf("ChangedSince(memory) = %v, %v; want nothing", names, ok)
+	}
 	// A new skill folder moves the stamp of skills/.
 	skills = stamp("skills")
 	write(t, filepath.Join(root, "skills", "c", "SKILL.md"), "c\n")
