@@ -38,13 +38,13 @@ func benchUpstream(b *testing.B, size *atomic.Int64) *httptest.Server {
 // workspace (when it is there) to a fake upstream that answers at once,
 // memory calls off, as in bench/gateway:
 //
-//	loom         through the gateway's handler (session saved, as a client
-//	             with X-Loom-Session)
+//	loom         through loom's HTTP server and the gateway (session saved,
+//	             as a client with X-Loom-Session)
 //	direct       the client's request straight to the upstream
 //	direct-size  a request as large as the one loom sends, straight to the
 //	             upstream: what the prompt's bytes cost by themselves
 //
-// loom minus direct is what loom adds besides the client's own hop to it.
+// loom minus direct is what loom adds; -32 runs 32 clients at once.
 func BenchmarkGateway(b *testing.B) {
 	var size atomic.Int64
 	up := benchUpstream(b, &size)
@@ -66,29 +66,31 @@ func BenchmarkGateway(b *testing.B) {
 	}
 	defer s.Close()
 	gateway.Mount(s, gateway.Options{})
-	h := s.Handler()
-	viaLoom := func() {
-		req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(benchBody))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Loom-Session", "bench")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			b.Fatalf("%d %s", rec.Code, rec.Body)
-		}
-	}
-	viaLoom()
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
-	direct := func(body []byte) {
-		res, err := c.Post(up.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	post := func(url string, body []byte, session bool) {
+		req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if session {
+			req.Header.Set("X-Loom-Session", "bench")
+		}
+		res, err := c.Do(req)
 		if err != nil {
 			b.Fatal(err)
 		}
 		io.Copy(io.Discard, res.Body)
 		res.Body.Close()
+		if res.StatusCode != 200 {
+			b.Fatalf("%s: %d", url, res.StatusCode)
+		}
 	}
+	viaLoom := func() { post(ts.URL+"/v1/chat/completions", benchBody, true) }
+	direct := func(body []byte) { post(up.URL+"/v1/chat/completions", body, false) }
+	viaLoom()
 	big := bytes.Repeat([]byte(" "), int(size.Load()))
 	b.Run("loom", func(b *testing.B) {
 		b.ReportAllocs()
@@ -101,6 +103,31 @@ func BenchmarkGateway(b *testing.B) {
 		for b.Loop() {
 			direct(benchBody)
 		}
+	})
+	// 32 clients at once, as bench/gateway's loaded phase.
+	b.Run("loom-32", func(b *testing.B) {
+		b.SetParallelism(16)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				viaLoom()
+			}
+		})
+	})
+	b.Run("direct-32", func(b *testing.B) {
+		b.SetParallelism(16)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				direct(benchBody)
+			}
+		})
+	})
+	b.Run("direct-size-32", func(b *testing.B) {
+		b.SetParallelism(16)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				direct(big)
+			}
+		})
 	})
 	b.Run("direct-size", func(b *testing.B) {
 		b.ReportMetric(float64(len(big)), "body-bytes")

@@ -589,7 +589,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Wor
 	}
 	var rep reply
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		rep = relayStream(w, r, resp.Body)
+		rep = relayStream(w, r, resp.Body, int(g.opts.MaxReplyBytes))
 	} else {
 		data, err := io.ReadAll(io.LimitReader(resp.Body, g.opts.MaxReplyBytes))
 		h.Set("Content-Length", strconv.Itoa(len(data)))
@@ -598,7 +598,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Wor
 		if err != nil {
 			rep.cut = "upstream reply broke: " + redact.String(err.Error())
 		} else {
-			rep.parseWhole(data)
+			rep.whole = data // read by the saver, off the reply's path
 		}
 	}
 	g.save(r, ws, st, q, rep)
@@ -626,6 +626,26 @@ type reply struct {
 	text  []byte
 	calls []messages.ToolCall
 	cut   string
+	// What is still to be read into text and calls, by the saver after
+	// the reply has gone: a whole completion, or a stream's data lines
+	// (each ending in "\n").
+	whole  []byte
+	events []byte
+	limit  int // the most text kept; 0 is no bound
+}
+
+// parse reads what the relay kept into text and calls.
+func (rp *reply) parse() {
+	if rp.whole != nil {
+		rp.parseWhole(rp.whole)
+		rp.whole = nil
+	}
+	for ev := rp.events; len(ev) > 0; {
+		i := bytes.IndexByte(ev, '\n')
+		rp.add(ev[:i])
+		ev = ev[i+1:]
+	}
+	rp.events = nil
 }
 
 func (rp *reply) parseWhole(data []byte) {
@@ -667,6 +687,18 @@ type chunk struct {
 	} `json:"choices"`
 }
 
+// addText keeps a piece of the reply's text, within the bound.
+func (rp *reply) addText(c []byte) {
+	if rp.limit > 0 && len(rp.text)+len(c) > rp.limit {
+		rp.cut = "reply longer than " + strconv.Itoa(rp.limit) + " bytes; the saved text is cut"
+		return
+	}
+	rp.text = append(rp.text, c...)
+}
+
+// maxToolCalls bounds the tool calls kept from one streamed reply.
+const maxToolCalls = 128
+
 // maxEventLine bounds one line of the upstream's event stream.
 const maxEventLine = 16 << 20
 
@@ -675,16 +707,25 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10
 
 // relayStream copies the upstream's event stream to the client line by
 // line, flushing at each event's end, and gathers the reply.
-func relayStream(w http.ResponseWriter, r *http.Request, body io.Reader) reply {
-	var rep reply
+func relayStream(w http.ResponseWriter, r *http.Request, body io.Reader, keep int) reply {
+	rep := reply{limit: keep}
 	rc := http.NewResponseController(w)
 	w.WriteHeader(http.StatusOK)
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(body)
 	defer func() { br.Reset(nil); readers.Put(br) }()
-	done := false
+	done, dirty := false, false
 	var acc []byte
 	for {
+		// Flush what was written before a read that may wait: events that
+		// arrived together go out in one write, and none waits for the
+		// next to arrive.
+		if dirty {
+			if buf, _ := br.Peek(br.Buffered()); bytes.IndexByte(buf, '\n') < 0 {
+				rc.Flush()
+				dirty = false
+			}
+		}
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull { // a long line: gather it, within a bound
 			acc = append(acc, line...)
@@ -702,15 +743,17 @@ func relayStream(w http.ResponseWriter, r *http.Request, body io.Reader) reply {
 				rep.cut = "client disconnected"
 				return rep
 			}
+			dirty = true
 			trimmed := bytes.TrimRight(line, "\r\n")
-			if len(trimmed) == 0 {
-				rc.Flush()
-			} else if data, ok := bytes.CutPrefix(trimmed, []byte("data:")); ok {
+			if data, ok := bytes.CutPrefix(trimmed, []byte("data:")); ok {
 				data = bytes.TrimSpace(data)
 				if string(data) == "[DONE]" {
 					done = true
 				} else {
-					rep.add(data)
+					rep.events = append(append(rep.events, data...), '\n')
+					if len(rep.events) > 1<<20 { // a long reply: read it as it goes
+						rep.parse()
+					}
 				}
 			}
 		}
@@ -730,6 +773,10 @@ func relayStream(w http.ResponseWriter, r *http.Request, body io.Reader) reply {
 }
 
 func (rp *reply) add(data []byte) {
+	if c, ok := fastContent(data); ok {
+		rp.addText(c)
+		return
+	}
 	var c chunk
 	if json.Unmarshal(data, &c) != nil {
 		return
@@ -739,9 +786,12 @@ func (rp *reply) add(data []byte) {
 			continue
 		}
 		if ch.Delta.Content != nil {
-			rp.text = append(rp.text, *ch.Delta.Content...)
+			rp.addText([]byte(*ch.Delta.Content))
 		}
 		for _, tc := range ch.Delta.ToolCalls {
+			if tc.Index < 0 || tc.Index >= maxToolCalls {
+				continue
+			}
 			for len(rp.calls) <= tc.Index {
 				rp.calls = append(rp.calls, messages.ToolCall{Type: "function"})
 			}
@@ -779,17 +829,21 @@ func (g *Gateway) save(r *http.Request, ws *server.Workspace, st *upstream, q *r
 		}
 		saved = append(saved, m)
 	}
-	out := messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(string(rep.text)), ToolCalls: rep.calls, Time: now}
-	if rep.cut != "" {
-		reason, _ := json.Marshal(rep.cut)
-		out.Extra = map[string]json.RawMessage{session.CutKey: reason}
-	}
-	if len(rep.text) > 0 || len(rep.calls) > 0 || rep.cut != "" {
-		saved = append(saved, out)
-	}
 	// Saving runs after the handler returns, so the client's response ends
 	// as soon as the upstream's does; the server's drain waits for it.
-	g.enqueue(ws, pending{reqID: server.RequestID(r), st: st, q: q, cut: rep.cut, msgs: saved})
+	g.enqueue(ws, pending{reqID: server.RequestID(r), st: st, q: q, msgs: saved, rep: rep, at: now})
+}
+
+// reply returns the reply as the assistant message to save, if there is
+// one, reading what the relay kept first.
+func (p *pending) reply() (messages.Message, bool) {
+	p.rep.parse()
+	out := messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(string(p.rep.text)), ToolCalls: p.rep.calls, Time: p.at}
+	if p.rep.cut != "" {
+		reason, _ := json.Marshal(p.rep.cut)
+		out.Extra = map[string]json.RawMessage{session.CutKey: reason}
+	}
+	return out, len(p.rep.text) > 0 || len(p.rep.calls) > 0 || p.rep.cut != ""
 }
 
 // pending is one turn waiting to be saved.
@@ -797,8 +851,9 @@ type pending struct {
 	reqID string
 	st    *upstream
 	q     *request
-	cut   string
-	msgs  []messages.Message
+	msgs  []messages.Message // the client's new messages
+	rep   reply
+	at    time.Time
 }
 
 // saveQueue holds a session's turns not saved yet. One goroutine per
@@ -863,7 +918,10 @@ func (g *Gateway) persist(ctx context.Context, ws *server.Workspace, batch []pen
 	var last *pending
 	for i := range batch {
 		all = append(all, batch[i].msgs...)
-		if batch[i].cut == "" {
+		if m, ok := batch[i].reply(); ok {
+			all = append(all, m)
+		}
+		if batch[i].rep.cut == "" {
 			last = &batch[i]
 		}
 	}

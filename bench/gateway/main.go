@@ -144,9 +144,14 @@ func run(loom, ws string, conc int, dur time.Duration) error {
 		// One client shows what loom adds to a request on an idle
 		// server; conc clients, what it adds under load (queueing
 		// included, on a machine the load generator shares).
+		upCPU := cpuTime(up.Process.Pid)
 		direct := load("http://"+upAddr+"/v1/chat/completions", body, nil, c, dur)
+		direct.cpu = perRequest(cpuTime(up.Process.Pid)-upCPU, direct)
 		direct.print(fmt.Sprintf("direct/%d", c))
+		loomCPU, upCPU := cpuTime(srv.Process.Pid), cpuTime(up.Process.Pid)
 		via := load("http://"+addr+"/v1/chat/completions", body, map[string]string{"X-Loom-Session": "bench"}, c, dur)
+		via.cpu = perRequest(cpuTime(srv.Process.Pid)-loomCPU, via)
+		via.upCPU = perRequest(cpuTime(up.Process.Pid)-upCPU, via)
 		via.print(fmt.Sprintf("loom/%d", c))
 		fmt.Printf("%-8s %9s %7s | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f\n", "added", "", "",
 			ms(via.p(via.ttfb, .5)-direct.p(direct.ttfb, .5)), ms(via.p(via.ttfb, .99)-direct.p(direct.ttfb, .99)), ms(via.p(via.ttfb, 1)-direct.p(direct.ttfb, 1)),
@@ -154,10 +159,14 @@ func run(loom, ws string, conc int, dur time.Duration) error {
 		lastDirect, lastVia = direct, via
 	}
 	fmt.Printf("\nthroughput through loom / direct at %d clients: %.2f\n", conc, lastVia.rps/lastDirect.rps)
+	fmt.Printf("CPU per request at %d clients (user+system, whatever else loads the machine): loom %.0f µs; the upstream %.0f µs direct, %.0f µs behind loom (it reads loom's prompt); loom / upstream direct %.1f×\n",
+		conc, lastVia.cpu*1e6, lastDirect.cpu*1e6, lastVia.upCPU*1e6, lastVia.cpu/lastDirect.cpu)
 	return nil
 }
 
 type result struct {
+	cpu         float64 // seconds of the serving process's CPU per request
+	upCPU       float64 // the upstream's, in the phase through loom
 	rps         float64
 	errs        int
 	ttfb, total []time.Duration
@@ -168,6 +177,32 @@ func (r *result) p(xs []time.Duration, q float64) time.Duration {
 		return 0
 	}
 	return xs[min(len(xs)-1, int(q*float64(len(xs))))]
+}
+
+// cpuTime is a process's user plus system CPU time so far, in seconds,
+// from /proc (0 where there is none).
+func cpuTime(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's ")": state is field 3; utime and
+	// stime are 14 and 15, in clock ticks (100 a second on Linux).
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st float64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return (ut + st) / 100
+}
+
+func perRequest(cpu float64, r *result) float64 {
+	if len(r.total) == 0 {
+		return 0
+	}
+	return cpu / float64(len(r.total)+r.errs)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
