@@ -135,6 +135,15 @@ func (in *Inspector) state(ws *server.Workspace) *wsState {
 	st := in.wss[ws.Door]
 	if st == nil {
 		st = &wsState{door: ws.Door, b: prompt.New(ws.Door)}
+		// With the server's shared store (PostgreSQL), the prompt's
+		// memories come from it, as the server's own renders' do.
+		shared, err := ws.SharedMemory(context.Background())
+		if err != nil {
+			return st // the store is out of reach: try again next time
+		}
+		if src, ok := shared.(prompt.MemorySource); ok {
+			st.b.SetMemorySource(src)
+		}
 		in.wss[ws.Door] = st
 	}
 	return st
@@ -393,7 +402,7 @@ func (in *Inspector) addMemory(w http.ResponseWriter, r *http.Request, ws *serve
 		server.WriteProblem(w, r, server.Errorf(http.StatusBadRequest, "invalid_request", "content: is empty"))
 		return
 	}
-	st, cats, err := openStore(ws.Door)
+	st, cats, err := openStore(r.Context(), ws)
 	if err != nil {
 		server.WriteProblem(w, r, err)
 		return
@@ -416,7 +425,7 @@ func (in *Inspector) addMemory(w http.ResponseWriter, r *http.Request, ws *serve
 }
 
 func (in *Inspector) forgetMemory(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
-	st, _, err := openStore(ws.Door)
+	st, _, err := openStore(r.Context(), ws)
 	if err != nil {
 		server.WriteProblem(w, r, err)
 		return
@@ -434,18 +443,36 @@ func (in *Inspector) forgetMemory(w http.ResponseWriter, r *http.Request, ws *se
 	server.WriteJSON(w, http.StatusOK, map[string]string{"forgotten": id})
 }
 
-func openStore(ws *workspace.Workspace) (*memory.SQLite, []memory.Category, error) {
+// openStore opens the workspace's memory store: the server's shared one
+// (PostgreSQL), whose Close here does nothing, or the SQLite database.
+func openStore(ctx context.Context, sw *server.Workspace) (memory.Store, []memory.Category, error) {
+	ws := sw.Door
 	cfg, err := config.Load(ws)
 	if err != nil {
 		return nil, nil, err
+	}
+	cats := categories(cfg)
+	shared, err := sw.SharedMemory(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if shared != nil {
+		return keepOpen{shared}, cats, nil
 	}
 	path, err := config.MemoryStoreLocation(ws.Root(), cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	cats := categories(cfg)
 	st, err := memory.OpenIn(ws, path, true, memory.WithCategories(cats))
-	return st, cats, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, cats, nil
 }
+
+// keepOpen is a shared store whose Close leaves it open.
+type keepOpen struct{ memory.Store }
+
+func (keepOpen) Close() error { return nil }
 
 func urlEscape(s string) string { return url.QueryEscape(s) }

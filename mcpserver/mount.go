@@ -53,7 +53,13 @@ func (m *mounted) get(ws *server.Workspace) (*mountEntry, error) {
 	if e := m.servers[ws.Door]; e != nil {
 		return e, nil
 	}
-	srv, err := New(ws.Door, Options{})
+	// The server's store choice holds here too: with PostgreSQL, the
+	// tools and the prompt use the workspace's shared store.
+	shared, err := ws.SharedMemory(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	srv, err := New(ws.Door, Options{Store: shared})
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,11 @@ type Options struct {
 	Poll     time.Duration
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
+	// Store, when set, is the memory store the tools use instead of the
+	// workspace's memory database (loom serve --store postgres passes its
+	// shared one); the server does not close it. A store that is also a
+	// prompt.MemorySource feeds the rendered prompt too.
+	Store memory.Store
 }
 
 // Server is one workspace served over MCP. It is safe for concurrent use,
@@ -72,7 +77,7 @@ type Server struct {
 	setAt  time.Time
 
 	storeMu sync.Mutex
-	store   *memory.SQLite
+	store   memory.Store // opened by the server; nil with Options.Store
 	lists   []*listCache
 
 	stop      chan struct{}
@@ -108,6 +113,9 @@ func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 		done:    make(chan struct{}),
 	}
 	s.bp.Store(prompt.New(ws))
+	if src, ok := opts.Store.(prompt.MemorySource); ok {
+		s.b().SetMemorySource(src)
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Title: "loom workspace", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "This server is a loom agent workspace: its skills are prompts, its rendered system prompt and files are resources, and its memory is a set of tools.",
 		Logger:       logger,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -133,10 +134,13 @@ func (s *Server) checkUser(u string) error {
 
 // openStore returns the memory store, opening it on first use. With create
 // false and no database yet, it returns nil.
-func (s *Server) openStore(create bool) (*memory.SQLite, []memory.Category, error) {
+func (s *Server) openStore(create bool) (memory.Store, []memory.Category, error) {
 	path, cats, err := s.memoryLocation()
 	if err != nil {
 		return nil, nil, err
+	}
+	if s.opts.Store != nil {
+		return s.opts.Store, cats, nil
 	}
 	s.storeMu.Lock()
 	defer s.storeMu.Unlock()
@@ -282,8 +286,22 @@ func dbStamp(path string) string {
 	return b.String()
 }
 
-func (s *Server) list(ctx context.Context, st *memory.SQLite, q memory.Query) ([]memory.Memory, []string, error) {
-	stamp := dbStamp(st.Path())
+func (s *Server) list(ctx context.Context, st memory.Store, q memory.Query) ([]memory.Memory, []string, error) {
+	var stamp string
+	switch st := st.(type) {
+	case *memory.SQLite:
+		stamp = dbStamp(st.Path())
+	case interface{ Version() (uint64, bool) }:
+		v, ok := st.Version()
+		if !ok { // changes may go unseen: no reuse
+			ms, err := st.(memory.Store).List(ctx, q)
+			return ms, lowered(ms), err
+		}
+		stamp = "v" + strconv.FormatUint(v, 10)
+	default:
+		ms, err := st.(memory.Store).List(ctx, q)
+		return ms, lowered(ms), err
+	}
 	s.storeMu.Lock()
 	for _, c := range s.lists {
 		if c.q == q && c.stamp == stamp {
@@ -296,10 +314,7 @@ func (s *Server) list(ctx context.Context, st *memory.SQLite, q memory.Query) ([
 	if err != nil {
 		return nil, nil, err
 	}
-	lower := make([]string, len(ms))
-	for i, m := range ms {
-		lower[i] = strings.ToLower(m.Content)
-	}
+	lower := lowered(ms)
 	s.storeMu.Lock()
 	if len(s.lists) >= 8 {
 		s.lists = s.lists[1:]
@@ -307,6 +322,15 @@ func (s *Server) list(ctx context.Context, st *memory.SQLite, q memory.Query) ([
 	s.lists = append(s.lists, &listCache{stamp: stamp, q: q, ms: ms, lower: lower})
 	s.storeMu.Unlock()
 	return ms, lower, nil
+}
+
+// lowered is each memory's content in lower case, for the text filter.
+func lowered(ms []memory.Memory) []string {
+	lower := make([]string, len(ms))
+	for i, m := range ms {
+		lower[i] = strings.ToLower(m.Content)
+	}
+	return lower
 }
 
 // dropLists forgets cached lists after the server wrote to the store.

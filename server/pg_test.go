@@ -1,15 +1,24 @@
 package server_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/loomctx/loom/inspector"
 	"github.com/loomctx/loom/internal/testenv"
+	"github.com/loomctx/loom/mcpserver"
 	"github.com/loomctx/loom/server"
 )
 
@@ -173,5 +182,75 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The front ends mounted on loom serve (MCP, the inspector) follow the
+// server's store choice: what they write with PostgreSQL is what another
+// replica reads, their prompts hold what another replica wrote, and no
+// memory.db appears in the folder.
+func TestPGMountedFrontEndsUseTheSharedStore(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	uniqueWorkspace(t)
+	t.Setenv("LOOM_MEMORY_DB", "")
+	dir := writeWorkspace(t, t.TempDir())
+	getenv := func(k string) string {
+		if k == "LOOM_PG_DSN" {
+			return dsn
+		}
+		return ""
+	}
+	s, err := server.New(server.Options{Dir: dir, Store: server.StorePostgres, Getenv: getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mcpserver.Mount(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := inspector.Mount(s); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { ts.Close(); s.Close() })
+	b := pgReplica(t, dir, dsn)
+
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/v1/workspaces/default/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "remember", Arguments: map[string]any{"content": "Ann plays the cello.", "user": "ann"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.PostForm(ts.URL+"/inspect/default/memories", url.Values{"content": {"Ann lives in Porto."}, "user": {"ann"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 201 {
+		t.Fatalf("inspector add: %d", res.StatusCode)
+	}
+	var list server.MemoryList
+	b.do("GET", "/v1/workspaces/default/memories?user=ann", nil).decode(t, &list)
+	var got []string
+	for _, m := range list.Memories {
+		got = append(got, m.Content)
+	}
+	if !slices.Contains(got, "Ann plays the cello.") || !slices.Contains(got, "Ann lives in Porto.") {
+		t.Fatalf("replica b lists %q", got)
+	}
+
+	// A workspace-wide memory written on b reaches MCP's prompt on a.
+	b.do("POST", "/v1/workspaces/default/memories", map[string]any{"category": "personal_fact", "content": "The team keeps bees."})
+	waitFor(t, "MCP's prompt on a to hold b's memory", func() bool {
+		r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpserver.PromptURI})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(r.Contents[0].Text, "The team keeps bees.")
+	})
+	if _, err := os.Stat(filepath.Join(dir, ".loom", "memory.db")); err == nil {
+		t.Error("a front end made memory.db beside the PostgreSQL store")
 	}
 }

@@ -109,13 +109,11 @@ func (s *Server) renderResult(r *http.Request, ws *Workspace, q *RenderRequest) 
 	if err != nil {
 		return nil, nil, err
 	}
-	// The workspace's store is chosen before its first render, so a
-	// PostgreSQL workspace's prompt reads its memories from there. A
-	// broken loom.yaml is left for the render to report.
-	if _, err := ws.backend(r.Context()); err != nil {
-		if p, ok := err.(*Problem); ok && p.Status == http.StatusServiceUnavailable {
-			return nil, nil, p
-		}
+	// The workspace's store is chosen before its first render (see
+	// prepare), so a PostgreSQL workspace's prompt reads its memories
+	// from there.
+	if err := ws.prepare(r.Context()); err != nil {
+		return nil, nil, err
 	}
 	res, err := ws.Builder.Render(r.Context(), o)
 	var over *md.OverBudgetError

@@ -178,6 +178,10 @@ func (s *Server) HandleWorkspace(pattern string, h WorkspaceHandler) {
 			WriteProblem(w, r, err)
 			return
 		}
+		if err := ws.prepare(r.Context()); err != nil {
+			WriteProblem(w, r, err)
+			return
+		}
 		h(w, r, ws)
 	})
 }

@@ -125,6 +125,25 @@ func (w *Workspace) backend(ctx context.Context) (*backend, error) {
 	return be, nil
 }
 
+// prepare makes sure the workspace's store is chosen before any handler
+// runs, so that every route (mounted front ends' too) renders with the
+// right memories. Only an unreachable store stops the request (503); a
+// broken loom.yaml is left for the handler to report.
+func (w *Workspace) prepare(ctx context.Context) error {
+	w.mu.Lock()
+	ready := w.be != nil
+	w.mu.Unlock()
+	if ready {
+		return nil
+	}
+	if _, err := w.backend(ctx); err != nil {
+		if p, ok := err.(*Problem); ok && p.Status == http.StatusServiceUnavailable {
+			return p
+		}
+	}
+	return nil
+}
+
 // storeProblem makes a store that could not be reached a 503 problem and
 // a missing DSN a 503 naming the variable; other errors pass unchanged.
 func storeProblem(err error) error {
@@ -174,4 +193,21 @@ func (w *Workspace) StoreKind(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return be.kind, nil
+}
+
+// SharedMemory returns the workspace's memory store when it is shared by
+// replicas (PostgreSQL's), nil when memories are in the workspace's own
+// SQLite database. Front ends mounted on the server (MCP, the inspector)
+// use it instead of opening the database, so every route of a workspace
+// reads and writes one store; it also serves as a prompt.MemorySource.
+// Callers must not close it.
+func (w *Workspace) SharedMemory(ctx context.Context) (memory.Store, error) {
+	be, err := w.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if be.kind != StorePostgres {
+		return nil, nil
+	}
+	return be.mem, nil
 }
