@@ -82,6 +82,7 @@ func Mount(s *server.Server, opts Options) *Gateway {
 	if hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 512, 256
+		tr.WriteBufferSize = 128 << 10
 		// A redirect is answered, never followed: following it would send
 		// the operator's key to wherever the upstream points.
 		hc = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -210,6 +211,24 @@ func decode(r *http.Request, body []byte) (*request, error) {
 		return nil, ferr("X-Loom-Channel", "a channel is a plain name")
 	}
 	for i, raw := range raws {
+		// One decode as a message; the slower look at role and content
+		// only when that fails, for an error naming the field.
+		var m messages.Message
+		if err := json.Unmarshal(raw, &m); err == nil {
+			switch m.Role {
+			case messages.RoleSystem, messages.RoleDeveloper:
+				q.clientSys = append(q.clientSys, contentText(m.Content))
+				continue
+			case messages.RoleUser, messages.RoleAssistant, messages.RoleTool:
+			default:
+				return nil, ferr(fmt.Sprintf("messages[%d].role", i), "%q is not one of system, developer, user, assistant, tool", m.Role)
+			}
+			if m.Role == messages.RoleTool && m.ToolCallID == "" {
+				return nil, ferr(fmt.Sprintf("messages[%d].tool_call_id", i), "a tool message needs tool_call_id")
+			}
+			q.msgs = append(q.msgs, m)
+			continue
+		}
 		var peek struct {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
@@ -229,16 +248,27 @@ func decode(r *http.Request, body []byte) (*request, error) {
 		default:
 			return nil, ferr(fmt.Sprintf("messages[%d].role", i), "%q is not one of system, developer, user, assistant, tool", peek.Role)
 		}
-		var m messages.Message
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, ferr(fmt.Sprintf("messages[%d]", i), "%v", err)
-		}
-		if m.Role == messages.RoleTool && m.ToolCallID == "" {
-			return nil, ferr(fmt.Sprintf("messages[%d].tool_call_id", i), "a tool message needs tool_call_id")
-		}
-		q.msgs = append(q.msgs, m)
+		return nil, ferr(fmt.Sprintf("messages[%d]", i), "%v", json.Unmarshal(raw, &m))
 	}
 	return q, nil
+}
+
+// contentText is a system message's text: the text, or its text parts
+// one a line.
+func contentText(c messages.Content) string {
+	if !c.IsList() {
+		return c.Text
+	}
+	var b strings.Builder
+	for _, p := range c.Parts {
+		if p.Type == messages.PartText {
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
 }
 
 // systemText is a system message's text: a string, or its text parts.
