@@ -34,11 +34,22 @@ func fastFrontmatter(src string, lines map[string]int) map[string]any {
 				return nil // "key:value" is one plain scalar in YAML
 			}
 			v = strings.Trim(v, " ")
-			if v == "" || !plainValue(v) {
-				return nil
+			if v != "" && v[0] == '{' {
+				// nanobot's one-line JSON metadata, which YAML reads as a
+				// flow mapping.
+				m, ok := flowJSON(v)
+				if !ok {
+					return nil
+				}
+				values[k] = m
+				got[k] = n
+			} else {
+				if v == "" || !plainValue(v) {
+					return nil
+				}
+				values[k] = v
+				got[k] = n
 			}
-			values[k] = v
-			got[k] = n
 		}
 		if !more {
 			break
@@ -96,4 +107,141 @@ func special(s string) bool {
 		return true
 	}
 	return false
+}
+
+// flowJSON reads a one-line JSON object that YAML reads as the same flow
+// mapping: objects with distinct keys, arrays, strings without escapes or
+// characters YAML treats otherwise, and true or false, separated by commas
+// and colons with at most spaces around them. It refuses numbers and null
+// (YAML has its own idea of them), and anything else, for the parser.
+func flowJSON(v string) (map[string]any, bool) {
+	p := flowParser{s: v}
+	val, ok := p.value(0)
+	p.space()
+	m, isMap := val.(map[string]any)
+	if !ok || !isMap || p.i != len(p.s) {
+		return nil, false
+	}
+	return m, true
+}
+
+type flowParser struct {
+	s string
+	i int
+}
+
+func (p *flowParser) space() {
+	for p.i < len(p.s) && p.s[p.i] == ' ' {
+		p.i++
+	}
+}
+
+func (p *flowParser) eat(c byte) bool {
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+const maxFlowDepth = 8
+
+func (p *flowParser) value(depth int) (any, bool) {
+	if depth > maxFlowDepth {
+		return nil, false
+	}
+	p.space()
+	if p.i >= len(p.s) {
+		return nil, false
+	}
+	switch c := p.s[p.i]; {
+	case c == '{':
+		p.i++
+		m := map[string]any{}
+		if p.eat('}') {
+			return m, true
+		}
+		for {
+			p.space()
+			k, ok := p.str()
+			if !ok || !p.eat(':') {
+				return nil, false
+			}
+			if _, dup := m[k]; dup {
+				return nil, false
+			}
+			v, ok := p.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			m[k] = v
+			if p.eat('}') {
+				return m, true
+			}
+			if !p.eat(',') {
+				return nil, false
+			}
+		}
+	case c == '[':
+		p.i++
+		a := []any{}
+		if p.eat(']') {
+			return a, true
+		}
+		for {
+			v, ok := p.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			a = append(a, v)
+			if p.eat(']') {
+				return a, true
+			}
+			if !p.eat(',') {
+				return nil, false
+			}
+		}
+	case c == '"':
+		return p.str()
+	case strings.HasPrefix(p.s[p.i:], "true"):
+		p.i += 4
+		return true, p.boundary()
+	case strings.HasPrefix(p.s[p.i:], "false"):
+		p.i += 5
+		return false, p.boundary()
+	}
+	return nil, false
+}
+
+// boundary reports whether a literal ends here, as YAML would end it.
+func (p *flowParser) boundary() bool {
+	if p.i == len(p.s) {
+		return true
+	}
+	switch p.s[p.i] {
+	case ' ', ',', '}', ']':
+		return true
+	}
+	return false
+}
+
+// str reads a double-quoted string with nothing in it that YAML would read
+// differently: no backslash, no control or non-printing character.
+func (p *flowParser) str() (string, bool) {
+	if p.i >= len(p.s) || p.s[p.i] != '"' {
+		return "", false
+	}
+	end := strings.IndexByte(p.s[p.i+1:], '"')
+	if end < 0 {
+		return "", false
+	}
+	v := p.s[p.i+1 : p.i+1+end]
+	for _, r := range v {
+		if r == '\\' || r == '\uFEFF' || !unicode.IsPrint(r) && r != ' ' || r >= 0x80 && !unicode.IsGraphic(r) {
+			return "", false
+		}
+	}
+	p.i += end + 2
+	return v, true
 }

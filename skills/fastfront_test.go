@@ -29,6 +29,18 @@ func FuzzFastFrontmatter(f *testing.F) {
 		"name: x\ndescription: a #b",
 		"name: x\ndescription: a\u00a0b",
 		"name: x\ndescription: a\u2028b",
+		`name: x
+metadata: {"nanobot":{"emoji":"📊","requires":{"bins":["docker"],"env":[]}}}`,
+		`name: x
+metadata: {"nanobot": {"always": true, "os": ["linux", "darwin"]}, "other": {}}`,
+		`metadata: {"a":1}`,
+		`metadata: {"a":"b","a":"c"}`,
+		`metadata: {"a":"b\"c"}`,
+		`metadata: {"a":"b #c"}`,
+		`metadata: {"a":truex}`,
+		`metadata: {"a":null} # note`,
+		`metadata: {"a": ["x",]}`,
+		"metadata: {\"a\":\"\tb\"}",
 	} {
 		f.Add(s)
 	}
