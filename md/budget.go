@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -275,43 +276,75 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 		return finish(0, full)
 	}
 
-	// Guess the cutoff from the costs, then confirm with exact counts: tokens
-	// are nearly additive, so the guess is usually right or one step off.
-	k := p.estimate(cost, full.tokens, budget)
+	// Guess the cutoff from the costs, then confirm with exact counts:
+	// tokens are nearly additive, so the guess is close. The first render
+	// at the guess tells how far the costs' savings are from the real ones
+	// (a list marker, a separator, a heading that goes with its section),
+	// and the guess is scaled by that and tried again. From there the
+	// search gallops outward to a bracket, one drop wide in the end: the
+	// smallest cut that fits, with one drop fewer rendered and over budget,
+	// so the kept set is maximal.
+	saved := p.savings(cost)
+	need := full.tokens - budget
+	guess := func(scale float64) int {
+		k := sort.Search(len(saved), func(k int) bool { return float64(saved[k])*scale >= float64(need) })
+		return min(max(k, 1), nOrder)
+	}
+	k := guess(1)
 	best, err := try(k)
 	if err != nil {
 		return Result{}, err
 	}
-	lo, hi := 0, k // f(lo) is over budget, f(hi) fits
-	if best.tokens > budget {
-		lo, hi = k, -1
-		for step := 1; lo < nOrder; step *= 2 {
+	if real := full.tokens - best.tokens; real > 0 && saved[k] > 0 && real != saved[k] {
+		if k2 := guess(float64(real) / float64(saved[k])); k2 != k {
+			if _, err := try(k2); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	// The bracket so far: lo the largest cut tried that is over budget
+	// (the full render is), hi the smallest that fits, -1 for none.
+	lo, hi := 0, -1
+	for kk, a := range tries {
+		if a.tokens > budget {
+			lo = max(lo, kk)
+		} else if hi < 0 || kk < hi {
+			hi = kk
+		}
+	}
+	if hi >= 0 && lo > hi {
+		lo = 0 // not monotone: search the whole bracket below hi
+	}
+	if hi < 0 {
+		// Gallop up from lo.
+		for step := 1; hi < 0; step *= 2 {
+			if lo >= nOrder {
+				return finish(nOrder, tries[nOrder])
+			}
 			next := min(lo+step, nOrder)
 			a, err := try(next)
 			if err != nil {
 				return Result{}, err
 			}
 			if a.tokens <= budget {
-				hi, best = next, a
+				hi = next
+			} else {
+				lo = next
+			}
+		}
+	} else {
+		// Gallop down from hi while the bracket is wide.
+		for step := 1; hi-lo > 2*step; step *= 2 {
+			next := hi - step
+			a, err := try(next)
+			if err != nil {
+				return Result{}, err
+			}
+			if a.tokens > budget {
+				lo = next
 				break
 			}
-			lo = next
-		}
-		if hi < 0 {
-			return finish(nOrder, tries[nOrder])
-		}
-	} else if hi-1 > lo {
-		// The estimate is usually right: confirm that one drop fewer is
-		// over budget by rendering it, never by trusting the estimate, so
-		// the kept set is maximal.
-		a, err := try(hi - 1)
-		if err != nil {
-			return Result{}, err
-		}
-		if a.tokens <= budget {
-			hi, best = hi-1, a
-		} else {
-			lo = hi - 1
+			hi = next
 		}
 	}
 	for hi-lo > 1 {
@@ -326,6 +359,7 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 			lo = m
 		}
 	}
+	best = tries[hi]
 
 	// The last scope dropped may be cut instead, if it is truncatable.
 	if d := p.order[hi-1]; p.scopes[d].s.Truncatable && !p.ancestorDropped(d, hi-1) {
@@ -423,6 +457,18 @@ func (rd *Renderer) fill(n Node, p *plan, cost []int, k int, cur attempt) (attem
 		}
 		return attempt{text: text, recs: recs, tokens: rd.total(text, recs)}, nil
 	}
+	// over[parent] is the least that keeping one scope of that parent
+	// was seen to add beyond the scope's own count (a list marker, a
+	// separator): once a render showed it, a scope of the same parent whose
+	// count plus that, less the slack, is over the room left is not tried.
+	over := map[int]int{}
+	bound := func(d int) int {
+		own := ownCost(d)
+		if o, ok := over[p.scopes[d].parent]; ok {
+			return own + o - fillSlack
+		}
+		return own - fillSlack
+	}
 	for round := 0; round < 64; round++ {
 		room := budget - cur.tokens
 		var batch []int
@@ -433,7 +479,7 @@ func (rd *Renderer) fill(n Node, p *plan, cost []int, k int, cur attempt) (attem
 				continue
 			}
 			own := ownCost(d)
-			if est+own > room+fillSlack {
+			if est+bound(d) > room {
 				continue
 			}
 			batch = append(batch, d)
@@ -476,8 +522,14 @@ func (rd *Renderer) fill(n Node, p *plan, cost []int, k int, cur attempt) (attem
 				hi = m
 			}
 		}
-		p.need[batch[lo]] = tried[lo+1].tokens
-		rejected[batch[lo]] = true
+		d := batch[lo]
+		p.need[d] = tried[lo+1].tokens
+		rejected[d] = true
+		if o := tried[lo+1].tokens - tried[lo].tokens - ownCost(d); o >= 0 {
+			if prev, ok := over[p.scopes[d].parent]; !ok || o < prev {
+				over[p.scopes[d].parent] = o
+			}
+		}
 		cur, err = try(lo)
 		if err != nil {
 			return attempt{}, err
@@ -558,14 +610,18 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 		return rep
 	}
 	last := p.last()
-	rendered := make(map[int]rec, len(recs))
-	for _, rc := range recs {
-		if rc.idx >= 0 {
+	rendered := make([]*rec, len(p.scopes))
+	for i := range recs {
+		if rc := &recs[i]; rc.idx >= 0 {
 			rendered[rc.idx] = rc
 		}
 	}
 	for idx, si := range p.scopes {
-		rc, ok := rendered[idx]
+		var rc rec
+		ok := rendered[idx] != nil
+		if ok {
+			rc = *rendered[idx]
+		}
 		direct := p.isDropped(idx)
 		if si.s.Name == "" && ok && rc.cut == nil {
 			continue
@@ -598,7 +654,9 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 			if need, ok := p.need[idx]; ok {
 				e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d; keeping it would make the prompt %d tokens)", rd.budget, si.s.Priority, need)
 			} else if p.need != nil {
-				e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d; it costs about %d tokens, %d are left)", rd.budget, si.s.Priority, cost[idx], max(rd.budget-tokensNow, 0))
+				// The reason most dropped scopes get, so written without fmt.
+				e.Reason = "dropped to fit the budget of " + strconv.Itoa(rd.budget) + " tokens (priority " + strconv.Itoa(si.s.Priority) +
+					"; it costs about " + strconv.Itoa(cost[idx]) + " tokens, " + strconv.Itoa(max(rd.budget-tokensNow, 0)) + " are left)"
 			} else if p.cutAt < 0 && p.addBack >= 0 && last == idx {
 				e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d; keeping it would make the prompt %d tokens)", rd.budget, si.s.Priority, p.addBack)
 			}
@@ -806,6 +864,36 @@ func (p *plan) ancestorDropped(idx, k int) bool {
 		}
 	}
 	return false
+}
+
+// savings returns, for each cut k, how many tokens dropping the first k
+// scopes of the drop order should save, by adding up scope costs (and one
+// for each separator); a scope inside one already dropped saves nothing
+// more.
+func (p *plan) savings(cost []int) []int {
+	out := make([]int, len(p.order)+1)
+	saved := make([]int, len(p.scopes))
+	removed := make([]bool, len(p.scopes))
+	total := 0
+	for k, idx := range p.order {
+		covered := false
+		for a := p.scopes[idx].parent; a >= 0; a = p.scopes[a].parent {
+			if removed[a] {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			gain := cost[idx] - saved[idx] + 1 // +1 for its separator
+			removed[idx] = true
+			total += gain
+			for a := p.scopes[idx].parent; a >= 0; a = p.scopes[a].parent {
+				saved[a] += gain
+			}
+		}
+		out[k+1] = total
+	}
+	return out
 }
 
 // estimate returns the smallest cut whose text, by adding up scope costs,

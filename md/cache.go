@@ -16,13 +16,29 @@ import "sync"
 // Entries no render asked for since the previous render are dropped, so the
 // cache holds about one prompt. A Cache is safe for concurrent use.
 type Cache struct {
-	mu   sync.Mutex
-	cur  map[cacheKey]*cached
-	prev map[cacheKey]*cached
+	mu sync.Mutex
+	// The maps are keyed by the scope alone, which hashes fast; the few
+	// contexts one scope is rendered in are told apart within its slot.
+	cur  map[*Scope]*slot
+	prev map[*Scope]*slot
+}
+
+type slot struct {
+	keys []cacheKey
+	vals []*cached
+}
+
+func (s *slot) find(k cacheKey) *cached {
+	for i := range s.keys {
+		if s.keys[i] == k {
+			return s.vals[i]
+		}
+	}
+	return nil
 }
 
 // NewCache returns an empty cache.
-func NewCache() *Cache { return &Cache{cur: map[cacheKey]*cached{}} }
+func NewCache() *Cache { return &Cache{cur: map[*Scope]*slot{}} }
 
 // WithCache makes the renderer reuse and fill c (see [Cache]).
 func WithCache(c *Cache) Option { return func(r *Renderer) { r.cache = c } }
@@ -46,25 +62,49 @@ type cached struct {
 func (c *Cache) get(k cacheKey) *cached {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if v, ok := c.cur[k]; ok {
-		return v
+	if sl := c.cur[k.s]; sl != nil {
+		if v := sl.find(k); v != nil {
+			return v
+		}
 	}
-	if v, ok := c.prev[k]; ok {
-		c.cur[k] = v
-		return v
+	if sl := c.prev[k.s]; sl != nil {
+		if v := sl.find(k); v != nil {
+			if c.cur[k.s] == nil {
+				c.cur[k.s] = sl // the slot moves on, with every variant of the scope
+			} else {
+				c.putLocked(k, v)
+			}
+			return v
+		}
 	}
 	return nil
 }
 
 func (c *Cache) put(k cacheKey, v *cached) {
 	c.mu.Lock()
-	c.cur[k] = v
+	c.putLocked(k, v)
 	c.mu.Unlock()
+}
+
+func (c *Cache) putLocked(k cacheKey, v *cached) {
+	sl := c.cur[k.s]
+	if sl == nil {
+		sl = &slot{}
+		c.cur[k.s] = sl
+	}
+	for i := range sl.keys {
+		if sl.keys[i] == k {
+			sl.vals[i] = v
+			return
+		}
+	}
+	sl.keys = append(sl.keys, k)
+	sl.vals = append(sl.vals, v)
 }
 
 // sweep starts a new generation: what the last render did not use goes.
 func (c *Cache) sweep() {
 	c.mu.Lock()
-	c.prev, c.cur = c.cur, make(map[cacheKey]*cached, len(c.cur))
+	c.prev, c.cur = c.cur, make(map[*Scope]*slot, len(c.cur))
 	c.mu.Unlock()
 }

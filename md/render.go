@@ -130,6 +130,14 @@ func appendEscaped(buf []byte, s string) []byte {
 // line, rest before every later line, and blank before blank lines (which
 // get no indent, so no trailing spaces appear).
 func (r *renderer) transform(buf []byte, from int, first, rest, blank string) []byte {
+	if len(buf) > from && bytes.IndexByte(buf[from:], '\n') < 0 {
+		// One line, the usual list item: shift it and put first before it.
+		n := len(first)
+		buf = append(buf, first...)
+		copy(buf[from+n:], buf[from:len(buf)-n])
+		copy(buf[from:], first)
+		return buf
+	}
 	r.scratch = append(r.scratch[:0], buf[from:]...)
 	buf = buf[:from]
 	region := r.scratch
