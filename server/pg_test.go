@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,7 +19,9 @@ import (
 
 	"github.com/loomctx/loom/inspector"
 	"github.com/loomctx/loom/internal/testenv"
+	"github.com/loomctx/loom/llm/llmtest"
 	"github.com/loomctx/loom/mcpserver"
+	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/server"
 )
 
@@ -252,5 +255,72 @@ func TestPGMountedFrontEndsUseTheSharedStore(t *testing.T) {
 	})
 	if _, err := os.Stat(filepath.Join(dir, ".loom", "memory.db")); err == nil {
 		t.Error("a front end made memory.db beside the PostgreSQL store")
+	}
+}
+
+// A consolidation on one replica (turns past the threshold) stores the
+// user's MEMORY.md with the moved pointer in PostgreSQL, and another
+// replica's next render for that user shows it; the folder holds no
+// memory files.
+func TestPGConsolidationReachesOtherReplicas(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	uniqueWorkspace(t)
+	fake := llmtest.New(t, llmtest.OpenAI)
+	fake.Default = func(r llmtest.Request) llmtest.Reply {
+		switch r.Kind {
+		case "consolidate":
+			return llmtest.Reply{ToolCalls: []messages.ToolCall{messages.NewToolCall("c1", "save_memory",
+				`{"history_entry":"[2026-03-01 10:00] Ann talked about tea.","memory_update":"# Memory\n- Ann brews oolong at 85 degrees.\n"}`)}}
+		case "extract":
+			return llmtest.Reply{Text: `{"user_instructions": [], "user_profile": []}`}
+		}
+		return llmtest.Reply{Text: strings.Repeat("A long enough answer about tea. ", 8)}
+	}
+	dir := writeWorkspace(t, t.TempDir())
+	yaml := "llm:\n  provider: openai\n  base_url: " + fake.URL + "/v1\n  model: gpt-4o-mini\n  consolidation:\n    enabled: true\n    threshold_tokens: 200\n"
+	if err := os.WriteFile(filepath.Join(dir, "loom.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"LOOM_LLM_BASE_URL", "LOOM_LLM_API_KEY", "LOOM_LLM_MODEL", "LOOM_LLM_PROVIDER"} {
+		t.Setenv(k, "")
+	}
+	a, b := pgReplica(t, dir, dsn), pgReplica(t, dir, dsn)
+	renderHas := func(c *client) bool {
+		var out server.RenderResponse
+		c.do("POST", "/v1/workspaces/default/render", map[string]any{"user": "ann"}).decode(t, &out)
+		return strings.Contains(out.Prompt, "Ann brews oolong at 85 degrees.")
+	}
+	if renderHas(b) {
+		t.Fatal("MEMORY.md in the prompt before any consolidation")
+	}
+	for i := range 6 {
+		if r := a.do("POST", "/v1/workspaces/default/sessions/tea/turns", map[string]any{"message": fmt.Sprintf("Tell me about tea, part %d.", i), "user": "ann"}); r.Status != 200 {
+			t.Fatalf("turn %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !renderHas(b) {
+		if time.Now().After(deadline) {
+			t.Fatal("replica b's prompt never showed the MEMORY.md replica a's consolidation stored")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var hist server.SessionMessages
+	b.do("GET", "/v1/workspaces/default/sessions/tea/messages", nil).decode(t, &hist)
+	if hist.LastConsolidated == 0 || len(hist.Messages) != 12 {
+		t.Errorf("session: pointer %d, %d messages", hist.LastConsolidated, len(hist.Messages))
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "memory", "MEMORY.md")); string(data) != "The user's cat is called Miso.\n" {
+		t.Errorf("the folder's MEMORY.md changed: %q", data)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "memory", "HISTORY.md")); err == nil {
+		t.Error("HISTORY.md written to the folder with the PostgreSQL store")
+	}
+	// Ann's prompt shows her MEMORY.md from the database in place of the
+	// folder's.
+	var out server.RenderResponse
+	b.do("POST", "/v1/workspaces/default/render", map[string]any{"user": "ann"}).decode(t, &out)
+	if strings.Contains(out.Prompt, "Miso") {
+		t.Error("the folder's MEMORY.md is still in ann's prompt beside the database's")
 	}
 }
