@@ -466,9 +466,9 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream,
 }
 
 // openaiBody is the request for an OpenAI-compatible upstream: the
-// client's fields as they came with loom's messages. It is three pieces:
-// the kept encoding of the system message is sent as it is, never copied
-// into a request-sized buffer.
+// client's fields as they came with loom's messages, in three pieces (the
+// middle one the kept encoding of the system message), put together once
+// when sent.
 func (g *Gateway) openaiBody(q *request, final []messages.Message, sys *sysEntry, model string) (parts, error) {
 	wire, err := messages.OpenAIWith(final[1:], messages.OpenAIOptions{KeepExtra: true})
 	if err != nil {
@@ -524,39 +524,6 @@ func (p parts) size() int64 {
 	return int64(n)
 }
 
-// reader reads the pieces; it writes them whole to a writer that asks.
-func (p parts) reader() io.ReadCloser { return &partsReader{p: p} }
-
-type partsReader struct{ p parts }
-
-func (r *partsReader) Read(b []byte) (int, error) {
-	for len(r.p) > 0 && len(r.p[0]) == 0 {
-		r.p = r.p[1:]
-	}
-	if len(r.p) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(b, r.p[0])
-	r.p[0] = r.p[0][n:]
-	return n, nil
-}
-
-func (r *partsReader) WriteTo(w io.Writer) (int64, error) {
-	var total int64
-	for len(r.p) > 0 {
-		n, err := w.Write(r.p[0])
-		total += int64(n)
-		r.p[0] = r.p[0][n:]
-		if err != nil {
-			return total, err
-		}
-		r.p = r.p[1:]
-	}
-	return total, nil
-}
-
-func (r *partsReader) Close() error { return nil }
-
 // hop-by-hop and per-connection headers are not relayed; nor is the
 // upstream's request id, which would hide loom's.
 var noRelay = map[string]bool{"Connection": true, "Keep-Alive": true, "Transfer-Encoding": true, "Content-Length": true,
@@ -571,8 +538,16 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Wor
 		return
 	}
 	// Each read gets its own copy of the slice headers; the bytes are shared.
-	up.Body, up.ContentLength = slices.Clone(b.body).reader(), b.body.size()
-	up.GetBody = func() (io.ReadCloser, error) { return slices.Clone(b.body).reader(), nil }
+	// One buffer, of a type net/http knows is in memory: it then sends
+	// headers and body in one write (in pieces, or with a reader of its
+	// own, it flushed the headers alone and copied the body through a
+	// fresh 32 KiB buffer: a fifth more CPU per request in bench/gateway).
+	whole := make([]byte, 0, b.body.size())
+	for _, p := range b.body {
+		whole = append(whole, p...)
+	}
+	up.Body, up.ContentLength = io.NopCloser(bytes.NewReader(whole)), int64(len(whole))
+	up.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(whole)), nil }
 	up.Header.Set("Content-Type", "application/json")
 	if q.stream {
 		up.Header.Set("Accept", "text/event-stream")
