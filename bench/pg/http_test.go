@@ -23,8 +23,10 @@ import (
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,10 +35,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/loomctx/loom/internal/testenv"
 )
@@ -211,8 +214,9 @@ func serverEnv(extra ...string) []string {
 
 // pgEnv names a workspace of its own in the shared database and gives
 // each replica's pool room for its clients.
-func pgEnv(t testing.TB) []string {
-	dsn := testenv.PostgresDSN(t)
+func pgEnv(t testing.TB) []string { return pgEnvDSN(t, testenv.PostgresDSN(t)) }
+
+func pgEnvDSN(t testing.TB, dsn string) []string {
 	var b [6]byte
 	rand.Read(b[:])
 	if !strings.Contains(dsn, "://") {
@@ -307,6 +311,11 @@ type loadReport struct {
 // every request to a replica of its choosing; a render after a write goes
 // to another replica than the write did.
 func runHTTPLoad(t testing.TB, urls []string, perReplica, sessions int, d time.Duration) *loadReport {
+	return runHTTPLoadUntil(t, urls, perReplica, sessions, d, nil)
+}
+
+// runHTTPLoadUntil is runHTTPLoad that also ends when stop is closed.
+func runHTTPLoadUntil(t testing.TB, urls []string, perReplica, sessions int, d time.Duration, stop <-chan struct{}) *loadReport {
 	var wg sync.WaitGroup
 	n := len(urls) * perReplica
 	clients := make([]*loadClient, n)
@@ -319,7 +328,7 @@ func runHTTPLoad(t testing.TB, urls []string, perReplica, sessions int, d time.D
 		go func() {
 			defer wg.Done()
 			rng := mrand.New(mrand.NewPCG(uint64(i), 17))
-			for step := 0; time.Now().Before(deadline); step++ {
+			for step := 0; time.Now().Before(deadline) && !closed(stop); step++ {
 				home := urls[rng.IntN(len(urls))]
 				other := urls[(slices.Index(urls, home)+1+rng.IntN(max(len(urls)-1, 1)))%len(urls)]
 				ws := "/v1/workspaces/default"
@@ -373,6 +382,15 @@ func runHTTPLoad(t testing.TB, urls []string, perReplica, sessions int, d time.D
 	}
 	wg.Wait()
 	return &loadReport{elapsed: time.Since(start), clients: clients}
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // timed sends one request and files its latency; a 503 with code
@@ -588,15 +606,27 @@ func TestHTTPReplicas(t *testing.T) {
 	t.Log("\n" + out)
 }
 
-// A PostgreSQL restart in the middle of the load: requests meanwhile fail
+// A PostgreSQL outage in the middle of the load: requests meanwhile fail
 // with 503 store_unavailable (nothing else), succeed again once it is back
 // without restarting a replica, and nothing acknowledged is lost.
+//
+// The replicas reach PostgreSQL through a proxy that drops every
+// connection and refuses new ones for a second, which is what a restart
+// looks like from a replica, without disturbing the other tests that share
+// the server. LOOM_PG_HTTP_REAL_RESTART=1 restarts the server itself
+// instead (LOOM_TEST_PG_RESTART, from scripts/pg-test.sh): run it alone.
 func TestHTTPPostgresRestart(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
 	restart := os.Getenv("LOOM_TEST_PG_RESTART")
-	if restart == "" {
+	real := os.Getenv("LOOM_PG_HTTP_REAL_RESTART") == "1"
+	if real && restart == "" {
 		testenv.Missing(t, "PostgreSQL restart command", "run under scripts/pg-test.sh, which sets LOOM_TEST_PG_RESTART")
 	}
-	env := pgEnv(t)
+	var p *pgProxy
+	if !real {
+		p, dsn = newPGProxy(t, dsn)
+	}
+	env := pgEnvDSN(t, dsn)
 	model := newFakeModel(t)
 	dir := httpWorkspace(t, model.URL)
 	var urls []string
@@ -604,44 +634,51 @@ func TestHTTPPostgresRestart(t *testing.T) {
 		urls = append(urls, startServer(t, dir, env, "--store", "postgres").url)
 	}
 	const sessions = 8
-	var restarted atomic.Bool
+	stop := make(chan struct{})
 	go func() {
+		defer close(stop)
 		time.Sleep(700 * time.Millisecond)
-		if out, err := exec.Command("sh", "-c", restart).CombinedOutput(); err != nil {
-			t.Errorf("restart: %v\n%s", err, out)
+		if real {
+			if out, err := exec.Command("sh", "-c", restart).CombinedOutput(); err != nil {
+				t.Errorf("restart: %v\n%s", err, out)
+			}
+		} else {
+			p.down()
+			time.Sleep(time.Second)
+			p.up()
 		}
-		restarted.Store(true)
+		time.Sleep(time.Second) // load after the outage too
 	}()
-	rep := runHTTPLoad(t, urls, 3, sessions, 3*time.Second)
-	if !restarted.Load() {
-		t.Fatal("the restart had not finished when the load ended")
-	}
+	rep := runHTTPLoadUntil(t, urls, 3, sessions, 60*time.Second, stop)
 	outage := 0
 	for _, c := range rep.clients {
 		for k := range nKinds {
 			outage += c.fails[k]
 		}
 	}
-	t.Logf("requests refused during the restart: %d\n%s", outage, rep.figures("during a restart"))
+	if outage == 0 {
+		t.Error("no request was refused: the outage was not seen")
+	}
+	t.Logf("requests refused during the outage: %d\n%s", outage, rep.figures("across an outage"))
 	// After it: every kind of request succeeds again, on every replica.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, u := range urls {
 		for {
-			st, body, err := call("POST", u+"/v1/workspaces/default/memories", map[string]any{"category": "personal_fact", "content": "After the restart " + u, "user": "u0"}, nil)
+			st, body, err := call("POST", u+"/v1/workspaces/default/memories", map[string]any{"category": "personal_fact", "content": "After the outage " + u, "user": "u0"}, nil)
 			if err == nil && st == 201 {
 				break
 			}
 			if err == nil && st != 503 {
-				t.Fatalf("after the restart: %d %s", st, body)
+				t.Fatalf("after the outage: %d %s", st, body)
 			}
 			if ctx.Err() != nil {
-				t.Fatalf("still failing 20 s after the restart: %d %v %s", st, err, body)
+				t.Fatalf("still failing 20 s after the outage: %d %v %s", st, err, body)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 		if st, body, _ := call("POST", u+"/v1/workspaces/default/sessions/after/turns", map[string]any{"message": "tag-999-1"}, nil); st != 200 {
-			t.Fatalf("turn after the restart: %d %s", st, body)
+			t.Fatalf("turn after the outage: %d %s", st, body)
 		}
 	}
 	rep.check(t, urls[1], sessions)
@@ -703,4 +740,93 @@ func TestHTTPReplicaKilledMidTurn(t *testing.T) {
 	if got := strings.Join(tags, " "); got != "user:tag-1-1 assistant:tag-1-1 user:tag-2-1 assistant:tag-2-1" {
 		t.Fatalf("session after the kill: %s", got)
 	}
+}
+
+// pgProxy stands between the replicas and PostgreSQL on a unix socket of
+// its own, so a test can take "the server" away (every connection cut,
+// new ones refused) and bring it back.
+type pgProxy struct {
+	t      *testing.T
+	dir    string
+	target func() (net.Conn, error)
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]bool
+}
+
+func newPGProxy(t *testing.T, dsn string) (*pgProxy, string) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port := cfg.Host, cfg.Port
+	target := func() (net.Conn, error) {
+		if strings.HasPrefix(host, "/") {
+			return net.Dial("unix", filepath.Join(host, fmt.Sprintf(".s.PGSQL.%d", port)))
+		}
+		return net.Dial("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
+	}
+	dir, err := os.MkdirTemp("", "loompx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pgProxy{t: t, dir: dir, target: target, conns: map[net.Conn]bool{}}
+	p.up()
+	t.Cleanup(func() { p.down(); os.RemoveAll(dir) })
+	var out string
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, _ := url.Parse(dsn)
+		q := u.Query()
+		q.Set("host", p.dir)
+		q.Set("port", "5432")
+		u.RawQuery = q.Encode()
+		out = u.String()
+	} else {
+		out = dsn + " host=" + p.dir + " port=5432"
+	}
+	return p, out
+}
+
+func (p *pgProxy) up() {
+	ln, err := net.Listen("unix", filepath.Join(p.dir, ".s.PGSQL.5432"))
+	if err != nil {
+		p.t.Error(err)
+		return
+	}
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := p.target()
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns[c], p.conns[s] = true, true
+			p.mu.Unlock()
+			go func() { io.Copy(s, c); s.Close(); c.Close() }()
+			go func() { io.Copy(c, s); s.Close(); c.Close() }()
+		}
+	}()
+}
+
+// down cuts every connection and refuses new ones.
+func (p *pgProxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
 }
