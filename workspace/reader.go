@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -482,6 +483,13 @@ func (w *Workspace) readFS(rel string) (*File, error) {
 // characters other than tab and newline ([StripControls]). It reports what
 // it changed.
 func Normalize(data []byte) (string, []string) {
+	return normalize(data, false)
+}
+
+// normalize is Normalize; with owned, data is the caller's own fresh
+// buffer, which nothing else holds or changes, and the text may share it
+// rather than copy it.
+func normalize(data []byte, owned bool) (string, []string) {
 	var repairs []string
 	if bytes.HasPrefix(data, []byte("\xEF\xBB\xBF")) {
 		data = data[3:]
@@ -493,7 +501,12 @@ func Normalize(data []byte) (string, []string) {
 		data = bytes.ToValidUTF8(data, []byte("\uFFFD"))
 		repairs = append(repairs, "invalid UTF-8 replaced with U+FFFD")
 	}
-	text := string(data)
+	var text string
+	if owned && len(data) > 0 {
+		text = unsafe.String(&data[0], len(data)) // data is never written again
+	} else {
+		text = string(data)
+	}
 	if HasControls(text) {
 		text = StripControls(text)
 		repairs = append(repairs, "control characters removed")
@@ -505,7 +518,8 @@ func newFile(rel string, data []byte, id FileID) (*File, error) {
 	if bytes.IndexByte(data, 0) >= 0 {
 		return nil, &RefusedError{Path: rel, Reason: ErrBinary}
 	}
-	text, repairs := Normalize(data)
+	// data is a buffer this read made for itself: the text may keep it.
+	text, repairs := normalize(data, true)
 	return &File{Path: rel, Text: text, ID: id, Repairs: repairs}, nil
 }
 

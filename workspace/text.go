@@ -42,8 +42,17 @@ func StripControls(s string) string {
 	return b.String()
 }
 
-// HasControls reports whether StripControls would change s.
-func HasControls(s string) bool { return strings.IndexFunc(s, isStripped) >= 0 }
+// HasControls reports whether StripControls would change s. Every character
+// it looks for is one byte, and no byte of a multi-byte UTF-8 sequence is
+// below 0x80, so it scans bytes.
+func HasControls(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
 
 func isStripped(r rune) bool { return (r < 0x20 && r != '\t' && r != '\n') || r == 0x7f }
 
