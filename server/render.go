@@ -45,10 +45,13 @@ func (q *RenderRequest) Options() (prompt.Options, error) {
 		Timezone: q.TZ, TestMode: q.TestMode, Tools: q.Tools, User: q.User, ChatID: q.ChatID,
 		MemoryBudget: q.MemoryBudget, Budget: q.Budget, Encoding: q.Encoding, Model: q.Model,
 	}
-	for name, v := range map[string]string{"preset": q.Preset, "channel": q.Channel, "chat_url": q.ChatURL,
-		"encoding": q.Encoding, "model": q.Model, "tz": q.TZ, "now": q.Now, "user": q.User, "chat_id": q.ChatID} {
-		if len(v) > maxOptionBytes {
-			return o, FieldErrorf(name, "longer than %d bytes", maxOptionBytes)
+	// In field order, so that of two fields too long the same one is named
+	// every time; an array, so a request allocates nothing for the check.
+	for _, f := range [...]struct{ name, v string }{{"preset", q.Preset}, {"channel", q.Channel},
+		{"chat_url", q.ChatURL}, {"encoding", q.Encoding}, {"model", q.Model}, {"tz", q.TZ}, {"now", q.Now},
+		{"user", q.User}, {"chat_id", q.ChatID}} {
+		if len(f.v) > maxOptionBytes {
+			return o, FieldErrorf(f.name, "longer than %d bytes", maxOptionBytes)
 		}
 	}
 	switch {
