@@ -228,7 +228,7 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 		// last listing (a commit grows the WAL or rewrites the database),
 		// so an unchanged store is not queried again; Invalidate says so
 		// for a write the files may not show yet.
-		fp = fileFingerprint(dbPath) + fileFingerprint(dbPath+"-wal") + "\x00" + b.memStamp() + "\x00" + st.opts.User
+		fp = fileFingerprint(dbPath) + fileFingerprint(dbPath+"-wal") + "\x00" + b.memStamp(ctx, st.opts.User) + "\x00" + st.opts.User
 		b.mu.Lock()
 		cached, known := b.memList, b.memFP == fp
 		b.mu.Unlock()

@@ -31,6 +31,16 @@ type MemoryFileSource interface {
 	MemoryFile(ctx context.Context, user string) (text string, ok bool, err error)
 }
 
+// FreshMemorySource is a MemorySource that can read, at render time, a
+// version that counts every committed change to what a prompt for user
+// holds (PostgreSQL's memory store does, in one lookup). The builder then
+// keys reuse on it instead of Version, so a render started after a write
+// was acknowledged anywhere holds it, whether or not the change notice has
+// arrived yet. An error fails the render.
+type FreshMemorySource interface {
+	FreshVersion(ctx context.Context, user string) (uint64, error)
+}
+
 // SetMemorySource makes the builder read memories from src instead of the
 // workspace's memory database; nil goes back to the database. The builder
 // does not close src. Renders from then on use it: nothing cached from
@@ -69,11 +79,18 @@ var unknownStamps atomic.Uint64
 // reading them: the local invalidations, and the source's version. A
 // render is reused without gathering only while it is unchanged. "" means
 // the state is unknown, which no reuse may match.
-func (b *Builder) memStamp() string {
+func (b *Builder) memStamp(ctx context.Context, user string) string {
 	e := strconv.FormatUint(b.memEpoch.Load(), 10)
 	src := b.memorySource()
 	if src == nil {
 		return e
+	}
+	if fs, ok := src.(FreshMemorySource); ok {
+		v, err := fs.FreshVersion(ctx, user)
+		if err != nil {
+			return ""
+		}
+		return e + "/db" + strconv.FormatUint(v, 10)
 	}
 	v, ok := src.Version()
 	if !ok {
@@ -90,7 +107,7 @@ func (b *Builder) memStamp() string {
 // A source that keeps memory files also gives the user's MEMORY.md, which
 // then replaces the workspace's in st.
 func (b *Builder) listFromSource(ctx context.Context, st *state, src MemorySource) (list []memory.Memory, fp string, err error) {
-	stamp := b.memStamp()
+	stamp := b.memStamp(ctx, st.opts.User)
 	if stamp == "" {
 		stamp = "?" + strconv.FormatUint(unknownStamps.Add(1), 10)
 	}

@@ -191,3 +191,44 @@ func TestMemorySourceMemoryFile(t *testing.T) {
 		t.Fatalf("another user's MEMORY.md reached bob's prompt: %v", err)
 	}
 }
+
+// freshSource reads its version per user at render time, as PostgreSQL's
+// store does; its notice-driven Version never moves here.
+type freshSource struct {
+	fakeSource
+	fresh map[string]uint64
+	calls int
+}
+
+func (f *freshSource) FreshVersion(_ context.Context, user string) (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return f.fresh[user], f.err
+}
+
+// With a source that reads its version at render time, a change is in the
+// next render though no notice moved Version, and an unchanged version is
+// reused; the version's error fails the render.
+func TestFreshMemorySource(t *testing.T) {
+	b := watchedBuilder(t)
+	src := &freshSource{fakeSource: fakeSource{known: true}, fresh: map[string]uint64{}}
+	b.SetMemorySource(src)
+	has(t, b, "x")
+	src.add("Ann drinks oolong.", false)
+	if has(t, b, "oolong") {
+		t.Fatal("a change the version did not count showed up: the test no longer tests reuse")
+	}
+	src.mu.Lock()
+	src.fresh["ann"]++
+	src.mu.Unlock()
+	if !has(t, b, "oolong") {
+		t.Fatal("a change the fresh version counted is not in the next render")
+	}
+	src.mu.Lock()
+	src.err = fmt.Errorf("dial: %w", memory.ErrUnavailable)
+	src.mu.Unlock()
+	if _, err := b.Render(context.Background(), prompt.Options{User: "ann", GOOS: "linux", GOARCH: "amd64"}); !errors.Is(err, memory.ErrUnavailable) {
+		t.Fatalf("render with the version out of reach: %v", err)
+	}
+}

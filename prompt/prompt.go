@@ -149,7 +149,7 @@ func (b *Builder) Close() error {
 // last result is returned again; results must be treated as read-only.
 func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 	key := optsKey(opts)
-	stamp := b.memStamp() // before gathering: a change meanwhile is seen next time
+	stamp := b.memStamp(ctx, opts.User) // before gathering: a change meanwhile is seen next time
 	if b.ws.Watching() {
 		// A watcher bumps the generation on every change, so an unchanged
 		// generation means no file changed: nothing needs reading at all.

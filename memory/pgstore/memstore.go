@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,6 +78,7 @@ type Memories struct {
 	cmu   sync.Mutex
 	gen   uint64 // bumped by every invalidation
 	cache map[memory.Query][]memory.Memory
+	seen  map[string]int64 // FreshVersion's last answer per user
 	off   func()
 }
 
@@ -177,6 +179,9 @@ func (s *Memories) write(ctx context.Context, fn func(tx pgx.Tx) (users []string
 				}
 			}
 			if len(payloads) > 0 {
+				if err := bumpVersions(ctx, tx, s.workspace, users); err != nil {
+					return err
+				}
 				if _, err := tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, Channel, payloads); err != nil {
 					return err
 				}
@@ -477,4 +482,44 @@ func (s *Memories) Import(ctx context.Context, ms []memory.Memory) error {
 // and a consolidation's change notice moves [Memories.Version].
 func (s *Memories) MemoryFile(ctx context.Context, user string) (text string, ok bool, err error) {
 	return s.db.Sessions(s.workspace).ReadFile(ctx, user, MemoryFileName)
+}
+
+// bumpVersions adds one to the change counter of each user (see
+// [Memories.FreshVersion]) inside tx. Users are taken in sorted order, so
+// two writers never wait for each other's rows in opposite orders.
+func bumpVersions(ctx context.Context, tx pgx.Tx, workspace string, users []string) error {
+	us := slices.Clone(users)
+	slices.Sort(us)
+	us = slices.Compact(us)
+	_, err := tx.Exec(ctx, `INSERT INTO loom_memory_versions (workspace, user_id, v)
+		SELECT $1, u, 1 FROM unnest($2::text[]) AS u
+		ON CONFLICT (workspace, user_id) DO UPDATE SET v = loom_memory_versions.v + 1`, workspace, us)
+	return err
+}
+
+// FreshVersion reads, in one lookup, the database's change counter of
+// what a prompt for user holds: user's memories and MEMORY.md and the
+// workspace-wide ones. It grows with every committed change, so a render
+// that finds it unchanged may reuse what it built, and a write
+// acknowledged by any replica before the call is always seen, without
+// waiting for its change notice. When it has grown since this store last
+// looked, the store's cached lists for user are dropped first.
+func (s *Memories) FreshVersion(ctx context.Context, user string) (uint64, error) {
+	var v int64
+	err := s.db.pool.QueryRow(ctx, `SELECT coalesce(sum(v), 0)::bigint FROM loom_memory_versions
+		WHERE workspace = $1 AND user_id IN ('', $2)`, s.workspace, user).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("memory: PostgreSQL: %w", unavailable(err))
+	}
+	s.cmu.Lock()
+	if s.seen == nil {
+		s.seen = map[string]int64{}
+	}
+	old, known := s.seen[user]
+	s.seen[user] = max(old, v)
+	s.cmu.Unlock()
+	if !known || v > old { // a first look cannot tell what the cache missed
+		s.invalidate(user, false)
+	}
+	return uint64(v), nil
 }

@@ -89,6 +89,16 @@ var migrations = []string{
 	`ALTER TABLE loom_sessions
 		ADD COLUMN created_at timestamptz NOT NULL DEFAULT now(),
 		ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now();`,
+	// 4: a change counter per workspace and user, bumped in every
+	// transaction that changes what that user's prompt holds (memories,
+	// MEMORY.md), so a replica can tell at render time, in one lookup,
+	// whether its cached memory section is still current.
+	`CREATE TABLE loom_memory_versions (
+		workspace text   NOT NULL,
+		user_id   text   NOT NULL,
+		v         bigint NOT NULL,
+		PRIMARY KEY (workspace, user_id)
+	);`,
 }
 
 // WorkspaceKey is the name a workspace's rows are kept under: the value

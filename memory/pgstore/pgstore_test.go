@@ -216,3 +216,49 @@ func TestPGNewerSchema(t *testing.T) {
 		t.Errorf("newer schema: err = %v", err)
 	}
 }
+
+// FreshVersion counts the committed changes a user's prompt depends on:
+// the user's own and workspace-wide ones, not another user's; and a list
+// read right after it holds a write another replica acknowledged, even
+// from a cache filled before the write.
+func TestPGFreshVersion(t *testing.T) {
+	ws := workspaceName(t)
+	a := openDB(t).Memory(ws)
+	b := openDB(t).Memory(ws, WithCache())
+	v0, err := b.FreshVersion(ctx, "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.List(ctx, memory.Query{User: "ann"}); err != nil { // fills b's cache
+		t.Fatal(err)
+	}
+	add := func(user, content string) {
+		t.Helper()
+		if _, err := a.Add(ctx, memory.NewMemory{Category: "personal_fact", Content: content, User: user}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("bob", "Bob likes jazz.")
+	if v, _ := b.FreshVersion(ctx, "ann"); v != v0 {
+		t.Errorf("bob's write moved ann's version %d → %d", v0, v)
+	}
+	add("ann", "Ann likes folk.")
+	v1, _ := b.FreshVersion(ctx, "ann")
+	list, err := b.List(ctx, memory.Query{User: "ann"})
+	if err != nil || v1 <= v0 || len(list) != 1 || list[0].Content != "Ann likes folk." {
+		t.Fatalf("after ann's write: version %d → %d, list %v, %v", v0, v1, list, err)
+	}
+	add("", "The team ships on Fridays.")
+	v2, _ := b.FreshVersion(ctx, "ann")
+	list, _ = b.List(ctx, memory.Query{User: "ann"})
+	if v2 <= v1 || len(list) != 2 {
+		t.Fatalf("after a workspace-wide write: version %d → %d, list %v", v1, v2, list)
+	}
+	// A consolidation's MEMORY.md moves it too.
+	if err := a.db.Sessions(ws).Consolidate(ctx, "k", 0, 0, MemoryFiles{User: "ann", Memory: "# Memory\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if v3, _ := b.FreshVersion(ctx, "ann"); v3 <= v2 {
+		t.Errorf("MEMORY.md written, version %d → %d", v2, v3)
+	}
+}

@@ -185,6 +185,9 @@ func (s *Sessions) consolidate(ctx context.Context, key string, from, to int, fi
 			return nil
 		}
 		// Every replica's prompt of this user drops its memory section.
+		if err := bumpVersions(ctx, tx, s.workspace, []string{files.User}); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, s.workspace+"\x1f"+files.User); err != nil {
 			return err
 		}
