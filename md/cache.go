@@ -17,13 +17,19 @@ import "sync"
 // cache holds about one prompt. A Cache is safe for concurrent use.
 type Cache struct {
 	mu sync.Mutex
-	// The maps are keyed by the scope alone, which hashes fast; the few
+	// The map is keyed by the scope alone, which hashes fast; the few
 	// contexts one scope is rendered in are told apart within its slot.
-	cur  map[*Scope]*slot
-	prev map[*Scope]*slot
+	// Each slot notes the last render that used it, so a render that
+	// finds what it needs changes nothing in the map; slots two renders
+	// old go when the map has grown past twice what a render uses.
+	m    map[*Scope]*slot
+	gen  uint64
+	used int // slots the current render used
+	last int // slots the last render used
 }
 
 type slot struct {
+	gen  uint64
 	keys []cacheKey
 	vals []*cached
 }
@@ -38,7 +44,7 @@ func (s *slot) find(k cacheKey) *cached {
 }
 
 // NewCache returns an empty cache.
-func NewCache() *Cache { return &Cache{cur: map[*Scope]*slot{}} }
+func NewCache() *Cache { return &Cache{m: map[*Scope]*slot{}, gen: 1} }
 
 // WithCache makes the renderer reuse and fill c (see [Cache]).
 func WithCache(c *Cache) Option { return func(r *Renderer) { r.cache = c } }
@@ -62,36 +68,34 @@ type cached struct {
 func (c *Cache) get(k cacheKey) *cached {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if sl := c.cur[k.s]; sl != nil {
-		if v := sl.find(k); v != nil {
-			return v
-		}
+	sl := c.m[k.s]
+	if sl == nil || sl.gen+1 < c.gen {
+		return nil
 	}
-	if sl := c.prev[k.s]; sl != nil {
-		if v := sl.find(k); v != nil {
-			if c.cur[k.s] == nil {
-				c.cur[k.s] = sl // the slot moves on, with every variant of the scope
-			} else {
-				c.putLocked(k, v)
-			}
-			return v
-		}
+	v := sl.find(k)
+	if v != nil {
+		c.touch(sl)
 	}
-	return nil
+	return v
+}
+
+// touch marks sl used by the current render. The caller holds c.mu.
+func (c *Cache) touch(sl *slot) {
+	if sl.gen != c.gen {
+		sl.gen = c.gen
+		c.used++
+	}
 }
 
 func (c *Cache) put(k cacheKey, v *cached) {
 	c.mu.Lock()
-	c.putLocked(k, v)
-	c.mu.Unlock()
-}
-
-func (c *Cache) putLocked(k cacheKey, v *cached) {
-	sl := c.cur[k.s]
-	if sl == nil {
+	defer c.mu.Unlock()
+	sl := c.m[k.s]
+	if sl == nil || sl.gen+1 < c.gen {
 		sl = &slot{}
-		c.cur[k.s] = sl
+		c.m[k.s] = sl
 	}
+	c.touch(sl)
 	for i := range sl.keys {
 		if sl.keys[i] == k {
 			sl.vals[i] = v
@@ -102,9 +106,18 @@ func (c *Cache) putLocked(k cacheKey, v *cached) {
 	sl.vals = append(sl.vals, v)
 }
 
-// sweep starts a new generation: what the last render did not use goes.
+// sweep starts a new generation: what the last two renders did not use
+// may go.
 func (c *Cache) sweep() {
 	c.mu.Lock()
-	c.prev, c.cur = c.cur, make(map[*Scope]*slot, len(c.cur))
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	c.last, c.used = c.used, 0
+	c.gen++
+	if len(c.m) > 2*c.last+64 {
+		for s, sl := range c.m {
+			if sl.gen+1 < c.gen {
+				delete(c.m, s)
+			}
+		}
+	}
 }

@@ -9,13 +9,24 @@ import "sync"
 // rendering them again, so a render after one file changed re-renders what
 // depends on that file and reuses the rest. Keys not used by a render are
 // dropped after the next one.
+//
+// Each entry notes the last render that used it, so a render that uses what
+// it found changes nothing in the map; entries two renders old go when the
+// map has grown past twice what a render uses.
 type nodeCache struct {
 	mu   sync.Mutex
-	cur  map[any]any
-	prev map[any]any
+	m    map[any]*nodeEntry
+	gen  uint64
+	used int // entries the current render used
+	last int // entries the last render used
 }
 
-func newNodeCache() *nodeCache { return &nodeCache{cur: map[any]any{}} }
+type nodeEntry struct {
+	n   any
+	gen uint64
+}
+
+func newNodeCache() *nodeCache { return &nodeCache{m: map[any]*nodeEntry{}, gen: 1} }
 
 // get returns the node cached under key, or builds and caches it. A key
 // must capture everything the node is built from.
@@ -24,19 +35,24 @@ func (c *nodeCache) get(key any, build func() any) any {
 		return build()
 	}
 	c.mu.Lock()
-	n, ok := c.cur[key]
-	if !ok {
-		if n, ok = c.prev[key]; ok {
-			c.cur[key] = n
+	e, ok := c.m[key]
+	if ok && e.gen+1 >= c.gen {
+		if e.gen != c.gen {
+			e.gen = c.gen
+			c.used++
 		}
+		c.mu.Unlock()
+		return e.n
 	}
 	c.mu.Unlock()
-	if ok {
-		return n
-	}
-	n = build()
+	n := build()
 	c.mu.Lock()
-	c.cur[key] = n
+	if e, ok := c.m[key]; ok && e.gen == c.gen {
+		n = e.n // another goroutine built it first
+	} else {
+		c.m[key] = &nodeEntry{n: n, gen: c.gen}
+		c.used++
+	}
 	c.mu.Unlock()
 	return n
 }
@@ -47,6 +63,14 @@ func (c *nodeCache) sweep() {
 		return
 	}
 	c.mu.Lock()
-	c.prev, c.cur = c.cur, make(map[any]any, len(c.cur))
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	c.last, c.used = c.used, 0
+	c.gen++
+	if len(c.m) > 2*c.last+64 {
+		for k, e := range c.m {
+			if e.gen+1 < c.gen {
+				delete(c.m, k)
+			}
+		}
+	}
 }
