@@ -54,11 +54,22 @@ func samePrompt(a, b string) bool {
 // systemFor returns the system prompt entry for this render and client
 // system message, from the ring or made now.
 func (g *Gateway) systemFor(res *prompt.Result, clientSys, mode string, counter messages.Counter) (*sysEntry, error) {
+	match := func(e *sysEntry, content bool) bool {
+		return e != nil && e.clientSys == clientSys && e.mode == mode && e.withToks == (counter != nil) &&
+			(e.res == res || content && samePrompt(e.prompt, res.Prompt))
+	}
 	g.mu.Lock()
-	for _, e := range g.sys {
-		if e != nil && e.clientSys == clientSys && e.mode == mode && (e.res == res || samePrompt(e.prompt, res.Prompt)) && e.withToks == (counter != nil) {
-			g.mu.Unlock()
-			return e, nil
+	// The same render first, then an equal prompt: comparing a 100 KB
+	// prompt with an older one of the same length is not free.
+	for _, content := range []bool{false, true} {
+		for _, e := range g.sys {
+			if match(e, content) {
+				if content {
+					e.res = res // the next request likely brings this render again
+				}
+				g.mu.Unlock()
+				return e, nil
+			}
 		}
 	}
 	g.mu.Unlock()
