@@ -85,8 +85,9 @@ func anthropicMessage(w http.ResponseWriter, text string, tools ...string) {
 }
 
 // anthropicStream writes a streamed reply: the text pieces as text
-// deltas, then a tool_use block when tool is set.
-func anthropicStream(w http.ResponseWriter, pause time.Duration, tool string, pieces ...string) {
+// deltas, then a tool_use block when tool is set. It reports whether every
+// text delta was written.
+func anthropicStream(w http.ResponseWriter, pause time.Duration, tool string, pieces ...string) bool {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(200)
 	ev := func(typ string, v map[string]any) bool {
@@ -104,7 +105,7 @@ func anthropicStream(w http.ResponseWriter, pause time.Duration, tool string, pi
 	ev("content_block_start", map[string]any{"index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
 	for _, p := range pieces {
 		if !ev("content_block_delta", map[string]any{"index": 0, "delta": map[string]any{"type": "text_delta", "text": p}}) {
-			return
+			return false
 		}
 	}
 	ev("content_block_stop", map[string]any{"index": 0})
@@ -118,6 +119,7 @@ func anthropicStream(w http.ResponseWriter, pause time.Duration, tool string, pi
 	}
 	ev("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stop}, "usage": map[string]int{"output_tokens": 9}})
 	ev("message_stop", map[string]any{})
+	return true
 }
 
 // setupAnthropic serves a workspace whose loom.yaml names an Anthropic
@@ -469,5 +471,57 @@ func TestAnthropicFaults(t *testing.T) {
 	body := readAll(t, res)
 	if res.StatusCode != 502 || !strings.Contains(body, strings.TrimPrefix(up.URL, "http://")) || strings.Contains(body, "sk-ant-upstream-secret") {
 		t.Fatalf("upstream down: %d %s", res.StatusCode, body)
+	}
+}
+
+// A client that leaves mid-stream cancels the Anthropic request; what it
+// was sent is saved, marked cut.
+func TestAnthropicClientDisconnect(t *testing.T) {
+	e, up := setupAnthropic(t, "")
+	finished := make(chan bool, 1)
+	up.setReply(func(w http.ResponseWriter, body map[string]any) {
+		pieces := []string{"one ", "two ", "three ", "four ", "five ", "six ", "seven ", "eight "}
+		finished <- anthropicStream(w, 100*time.Millisecond, "", pieces...)
+	})
+	res := e.post(t, "/v1/chat/completions", map[string]any{"stream": true, "messages": []any{map[string]any{"role": "user", "content": "count"}}}, "X-Loom-Session", "acut")
+	br := bufio.NewReader(res.Body)
+	for seen := ""; !strings.Contains(seen, `"content":"one "`); {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended early: %q", seen)
+		}
+		seen += line
+	}
+	res.Body.Close()
+	if <-finished {
+		t.Fatal("the upstream request ran on after the client left")
+	}
+	hist := sessionMessages(t, e, "acut")
+	if len(hist.Messages) != 2 {
+		t.Fatalf("saved %d messages", len(hist.Messages))
+	}
+	reply := hist.Messages[1]
+	if reply.Extra["loom_cut"] == nil || !strings.HasPrefix(reply.Content.Text, "one") || strings.Contains(reply.Content.Text, "eight") {
+		t.Fatalf("cut reply saved as %+v", reply)
+	}
+}
+
+// With no key of loom's own and gateway.forward_auth, the client's bearer
+// token goes to Anthropic as its x-api-key; without forward_auth it does not.
+func TestAnthropicForwardAuth(t *testing.T) {
+	for _, forward := range []bool{true, false} {
+		extra := ""
+		if forward {
+			extra = "gateway:\n  forward_auth: true\n"
+		}
+		e, up := setupAnthropic(t, extra)
+		t.Setenv("LOOM_TEST_UPSTREAM_KEY", "") // loom has no key
+		res := e.post(t, "/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}},
+			"Authorization", "Bearer sk-ant-client-own")
+		readAll(t, res)
+		got := up.last(t).Header.Get("X-Api-Key")
+		if forward && got != "sk-ant-client-own" || !forward && got != "" {
+			t.Errorf("forward_auth %v: upstream x-api-key %q", forward, got)
+		}
 	}
 }
