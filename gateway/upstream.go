@@ -66,7 +66,7 @@ func (g *Gateway) upstreamFor(ws *server.Workspace, eng *server.Engine) *upstrea
 	next := g.newUpstream(ws, eng, f)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if cur := g.ups[ws]; cur != st { // another request got there first
+	if cur := g.ups[ws]; cur != st && cur != nil { // another request got there first
 		if next.ownWorker {
 			g.closeWorker(next.extract)
 		}
