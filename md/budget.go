@@ -510,6 +510,49 @@ func (rd *Renderer) fill(n Node, p *plan, cost []int, k int, cur attempt) (attem
 		}
 		lo, hi := 0, len(batch) // the first lo fit; the first hi do not
 		tried[0] = cur
+		// Guess where the batch stops fitting from how far over it went:
+		// leave out from its end the scopes whose counts cover that. Then
+		// gallop from the guess to a bracket, and halve it.
+		g, acc := len(batch), 0
+		for g > 0 && acc < a.tokens-budget {
+			g--
+			acc += ownCost(batch[g]) + 1
+		}
+		if g > lo && g < hi {
+			a, err := try(g)
+			if err != nil {
+				return attempt{}, err
+			}
+			if a.tokens <= budget {
+				lo = g
+				for step := 1; hi-lo > 1; step *= 2 {
+					next := min(lo+step, hi-1)
+					a, err := try(next)
+					if err != nil {
+						return attempt{}, err
+					}
+					if a.tokens > budget {
+						hi = next
+						break
+					}
+					lo = next
+				}
+			} else {
+				hi = g
+				for step := 1; hi-lo > 1; step *= 2 {
+					next := max(hi-step, lo+1)
+					a, err := try(next)
+					if err != nil {
+						return attempt{}, err
+					}
+					if a.tokens <= budget {
+						lo = next
+						break
+					}
+					hi = next
+				}
+			}
+		}
 		for hi-lo > 1 {
 			m := (lo + hi) / 2
 			a, err := try(m)
@@ -547,7 +590,11 @@ var noSources = []string{}
 
 // report builds the report of a finished render.
 func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report {
-	rep := Report{Sections: make([]Entry, 0, len(recs)+len(rd.tail))}
+	n := len(recs)
+	if p != nil {
+		n = max(n, len(p.scopes))
+	}
+	rep := Report{Sections: make([]Entry, 0, n+len(rd.tail))}
 	if rd.hasBudget {
 		b := rd.budget
 		rep.Budget = &b
@@ -650,15 +697,17 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 			locate(&e, rc.text, rc.depth)
 		case direct:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
-			e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d, among the lowest)", rd.budget, si.s.Priority)
+			// Most dropped scopes get one of these, so they are written
+			// without fmt.
+			head := "dropped to fit the budget of " + strconv.Itoa(rd.budget) + " tokens (priority " + strconv.Itoa(si.s.Priority)
 			if need, ok := p.need[idx]; ok {
-				e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d; keeping it would make the prompt %d tokens)", rd.budget, si.s.Priority, need)
+				e.Reason = head + "; keeping it would make the prompt " + strconv.Itoa(need) + " tokens)"
 			} else if p.need != nil {
-				// The reason most dropped scopes get, so written without fmt.
-				e.Reason = "dropped to fit the budget of " + strconv.Itoa(rd.budget) + " tokens (priority " + strconv.Itoa(si.s.Priority) +
-					"; it costs about " + strconv.Itoa(cost[idx]) + " tokens, " + strconv.Itoa(max(rd.budget-tokensNow, 0)) + " are left)"
+				e.Reason = head + "; it costs about " + strconv.Itoa(cost[idx]) + " tokens, " + strconv.Itoa(max(rd.budget-tokensNow, 0)) + " are left)"
 			} else if p.cutAt < 0 && p.addBack >= 0 && last == idx {
-				e.Reason = fmt.Sprintf("dropped to fit the budget of %d tokens (priority %d; keeping it would make the prompt %d tokens)", rd.budget, si.s.Priority, p.addBack)
+				e.Reason = head + "; keeping it would make the prompt " + strconv.Itoa(p.addBack) + " tokens)"
+			} else {
+				e.Reason = head + ", among the lowest)"
 			}
 		default:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
