@@ -141,34 +141,33 @@ func Consolidate(ctx context.Context, store Store, key string, c *consolidate.Co
 	return rep, runErr
 }
 
-// lockTurnFor holds the store's turn lock on key when it has one; a
-// negative wait only tries.
+// lockTurnFor holds the store's turn lock on key when it has one,
+// waiting up to wait, or defaultTurnWait when wait is not positive: a
+// background run is started by a turn that still holds the lock, and
+// must wait for it rather than give up.
 func lockTurnFor(ctx context.Context, store Store, key string, wait time.Duration) (func(), error) {
-	if p, ok := store.(*PGStore); ok && wait < 0 {
-		unlock, ok, err := p.TryLockTurn(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, fmt.Errorf("%w: session %s is busy with a turn or a consolidation", errLockBusy, key)
-		}
-		return unlock, nil
-	}
 	tl, ok := store.(TurnLocker)
 	if !ok {
 		return func() {}, nil
 	}
-	if wait > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, wait)
-		defer cancel()
+	if wait <= 0 {
+		wait = defaultTurnWait
 	}
-	unlock, err := tl.LockTurn(ctx, key)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	unlock, err := tl.LockTurn(wctx, key)
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w: session %s stayed busy for %s", errLockBusy, key, wait)
+		}
 		return nil, fmt.Errorf("session %s: %w", key, err)
 	}
 	return unlock, nil
 }
+
+// defaultTurnWait bounds a consolidation's wait for the session's turn
+// lock when its options set none.
+const defaultTurnWait = 30 * time.Second
 
 // ConsolidateFileOptions are the inputs of ConsolidateFile, the library
 // side of `loom memory consolidate --history FILE`.

@@ -235,9 +235,3 @@ func (f *PGFiles) commit(ctx context.Context, key string, from, to int, trim boo
 	}
 	return pointerErr(err)
 }
-
-// TryLockTurn is LockTurn without waiting: ok is false when another
-// turn or consolidation of the session holds its lock.
-func (p *PGStore) TryLockTurn(ctx context.Context, key string) (unlock func(), ok bool, err error) {
-	return p.s.TryLock(ctx, key)
-}

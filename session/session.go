@@ -390,12 +390,15 @@ func (s *Session) New(ctx context.Context) error {
 	if s.isClosed() {
 		return ErrClosed
 	}
+	// A background consolidation may be waiting for the turn lock: let
+	// it finish before taking the lock (no new one starts while s.turns
+	// is held).
+	s.bgWG.Wait()
 	unlock, err := s.lockTurn(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	s.bgWG.Wait()
 	if s.cons == nil {
 		return s.archiveRawAndTrim(ctx)
 	}
