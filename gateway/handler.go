@@ -471,11 +471,7 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream,
 // middle one the kept encoding of the system message), put together once
 // when sent.
 func (g *Gateway) openaiBody(q *request, final []messages.Message, sys *sysEntry, model string) (parts, error) {
-	wire, err := messages.OpenAIWith(final[1:], messages.OpenAIOptions{KeepExtra: true})
-	if err != nil {
-		return nil, ferr("messages", "%v", err)
-	}
-	rest, err := json.Marshal(wire)
+	rest, err := appendWire(make([]byte, 0, 1024), final[1:])
 	if err != nil {
 		return nil, err
 	}
