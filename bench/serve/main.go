@@ -33,6 +33,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -234,17 +235,21 @@ func run(loom, ws string, conc int, dur time.Duration, hist int, soak time.Durat
 	fmt.Printf("%-12s %10s %9s %9s %9s %7s %9s\n", "phase", "req/s", "p50 ms", "p99 ms", "max ms", "errors", "rss MiB")
 	floorOpen := loadAt("http://"+floor.addr+"/", renderBody, nil, conc, dur, 200, rate)
 	floorOpen.print("floor", 0)
+	before := renderHistogram(base)
 	rendOpen := loadAt(base+"/v1/workspaces/default/render", renderBody, nil, conc, dur, 200, rate)
 	rendOpen.print("render", rssKB(pid))
+	inLoom := handlerP99(before, renderHistogram(base))
 	fmt.Printf("\nrender throughput / floor (closed loop): %.2f (goal ≥ 0.50)\n", rend.rps/floorRes.rps)
 	fmt.Printf("render p99 at %.0f req/s (open loop): %.2f ms, floor %.2f ms (goal < 5 ms)\n",
 		rate, ms(rendOpen.p(0.99)), ms(floorOpen.p(0.99)))
+	fmt.Printf("  of which inside loom's handler (its own latency histogram, same phase): p99 ≤ %s\n", inLoom)
 	if soak > 0 {
-		fmt.Printf("\nsoak: render load, RSS each minute\n")
+		fmt.Printf("\nsoak: render load; RSS, and the Go heap in use (go_memstats_heap_inuse_bytes), each minute\n")
 		start := rssKB(pid)
 		for m := 1; time.Duration(m)*time.Minute <= soak; m++ {
 			r := load(base+"/v1/workspaces/default/render", renderBody, nil, conc, time.Minute, 200)
-			fmt.Printf("  minute %2d: %8.0f req/s, rss %.1f MiB (start %.1f)\n", m, r.rps, float64(rssKB(pid))/1024, float64(start)/1024)
+			fmt.Printf("  minute %2d: %8.0f req/s, rss %.1f MiB (start %.1f), heap in use %.1f MiB\n",
+				m, r.rps, float64(rssKB(pid))/1024, float64(start)/1024, gauge(base, "go_memstats_heap_inuse_bytes")/(1<<20))
 		}
 	}
 	return nil
@@ -307,6 +312,76 @@ func loadAt(url string, body []byte, headers map[string]string, conc int, dur ti
 	total.n = len(total.lat)
 	total.rps = float64(total.n) / elapsed.Seconds()
 	return total
+}
+
+// gauge reads one unlabelled metric from loom's /metrics, or -1.
+func gauge(base, name string) float64 {
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			if n, err := strconv.ParseFloat(v, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// renderHistogram reads loom's /metrics: the cumulative count of each
+// latency bucket of the render route, by the bucket's upper bound in
+// seconds (+Inf included).
+func renderHistogram(base string) map[float64]float64 {
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer res.Body.Close()
+	out := map[float64]float64{}
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "loom_http_request_duration_seconds_bucket{") ||
+			!strings.Contains(line, `route="POST /v1/workspaces/{ws}/render"`) {
+			continue
+		}
+		_, le, _ := strings.Cut(line, `le="`)
+		le, _, _ = strings.Cut(le, `"`)
+		bound, err1 := strconv.ParseFloat(le, 64)
+		n, err2 := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err1 == nil && err2 == nil {
+			out[bound] = n
+		}
+	}
+	return out
+}
+
+// handlerP99 returns the smallest bucket bound holding 99% of the requests
+// counted between two readings of the histogram.
+func handlerP99(before, after map[float64]float64) string {
+	inf := math.Inf(1)
+	total := after[inf] - before[inf]
+	if total <= 0 {
+		return "?"
+	}
+	var bounds []float64
+	for b := range after {
+		bounds = append(bounds, b)
+	}
+	slices.Sort(bounds)
+	for _, b := range bounds {
+		if after[b]-before[b] >= 0.99*total {
+			if math.IsInf(b, 1) {
+				return "over the largest bucket"
+			}
+			return strconv.FormatFloat(b*1000, 'g', -1, 64) + " ms"
+		}
+	}
+	return "?"
 }
 
 type result struct {
