@@ -27,9 +27,13 @@ func settle(t *testing.T, l *Loader, what string, cond func(*Set) bool) *Set {
 
 // sameAsFresh checks a watched, incremental load against what a new
 // loader reads from scratch.
-func sameAsFresh(t *testing.T, dir string, got *Set) {
+func sameAsFresh(t *testing.T, dir string, got *Set, opts ...Options) {
 	t.Helper()
-	want := New(openWS(t, dir), Options{NoBuiltins: true}).Load()
+	o := Options{NoBuiltins: true}
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	want := New(openWS(t, dir), o).Load()
 	if !reflect.DeepEqual(got.Skills, want.Skills) || !reflect.DeepEqual(got.Diagnostics, want.Diagnostics) {
 		t.Fatalf("incremental load differs from a fresh one:\n%+v\n%+v", got.Skills, want.Skills)
 	}
@@ -103,4 +107,43 @@ func TestWatchedLoadIsIncremental(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"skills/f/SKILL.md": skillMD("f", "Phi.")})
 	s5 := settle(t, l, "the new skill", func(s *Set) bool { _, ok := s.Get("f"); return ok })
 	sameAsFresh(t, dir, s5)
+}
+
+// When PATH is searched afresh (a new availability epoch; with an injected
+// environment, every load), a watched load keeps each skill whose needs are
+// still met as the very same *Skill, re-makes one whose availability
+// changed, and parses nothing again.
+func TestWatchedLoadRechecksAvailability(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"skills/a/SKILL.md": skillMD("a", "Needs a token.", `metadata: {"nanobot":{"requires":{"env":["LOOM_TEST_TOKEN"]}}}`+"\n"),
+		"skills/b/SKILL.md": skillMD("b", "Needs nothing."),
+	})
+	ws := openWS(t, dir)
+	if err := ws.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	l := New(ws, noBuiltins(env(nil, vars, "linux")))
+	s1 := l.Load()
+	a1, _ := s1.Get("a")
+	b1, _ := s1.Get("b")
+	if a1.Available || !b1.Available {
+		t.Fatalf("availability: a %v, b %v", a1.Available, b1.Available)
+	}
+	parses := l.parses.Load()
+	vars["LOOM_TEST_TOKEN"] = "set"
+	s2 := l.Load()
+	a2, _ := s2.Get("a")
+	b2, _ := s2.Get("b")
+	if !a2.Available {
+		t.Error("a skill whose variable appeared is still unavailable")
+	}
+	if b2 != b1 {
+		t.Error("a skill whose availability did not change was made again")
+	}
+	if n := l.parses.Load() - parses; n != 0 {
+		t.Errorf("rechecking availability parsed %d files", n)
+	}
+	sameAsFresh(t, dir, s2, noBuiltins(env(nil, vars, "linux")))
 }

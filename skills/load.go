@@ -350,15 +350,12 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 	var changed []string
 	if watched {
 		prev = l.rootMemo[memoKey]
-		if prev != nil && prev.epoch != l.binsEpoch {
-			prev = nil
-		}
-		if prev != nil && prev.stamp == stamp {
+		if prev != nil && prev.stamp == stamp && prev.epoch == l.binsEpoch {
 			l.reusedAny = true
 			*diags = append(*diags, prev.diags...)
 			return prev.out, true
 		}
-		if prev != nil {
+		if prev != nil && prev.stamp != stamp {
 			var ok bool
 			if changed, ok = l.ws.ChangedSince(r.dir, prev.stamp); !ok {
 				prev = nil
@@ -378,6 +375,9 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		}
 		return nil, false
 	}
+	// In a new availability epoch (PATH searched afresh), a skill kept
+	// from the last load is kept only if what it needs is still there.
+	recheck := prev != nil && prev.epoch != l.binsEpoch
 	type job struct {
 		jobMemo
 		reused bool
@@ -396,7 +396,9 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		for len(old) > 0 && old[0].name < name {
 			old = old[1:]
 		}
-		if len(old) > 0 && old[0].name == name && !slices.Contains(changed, name) {
+		if len(old) > 0 && old[0].name == name && !slices.Contains(changed, name) &&
+			!(recheck && old[0].skill != nil && old[0].skill.Status != StatusBroken &&
+				!slices.Equal(chk.missing(&old[0].skill.Frontmatter), old[0].skill.Missing)) {
 			jobs = append(jobs, job{old[0], true})
 			l.reusedAny = true
 			continue
