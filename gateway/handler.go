@@ -896,12 +896,17 @@ func (g *Gateway) enqueue(ws *server.Workspace, p pending) {
 	k := ws.Name + "\x00" + p.q.key
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	sq := g.queues[k]
-	if sq == nil {
-		sq = &saveQueue{}
-		g.queues[k] = sq
-	}
-	for len(sq.items) >= maxPending {
+	var sq *saveQueue
+	for {
+		// Looked up again after each wait: the queue may have emptied
+		// and gone meanwhile, and a new one must be the session's only.
+		if sq = g.queues[k]; sq == nil {
+			sq = &saveQueue{}
+			g.queues[k] = sq
+		}
+		if len(sq.items) < maxPending {
+			break
+		}
 		g.room.Wait()
 	}
 	sq.items = append(sq.items, p)
