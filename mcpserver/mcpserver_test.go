@@ -534,3 +534,35 @@ func TestChangeNotifications(t *testing.T) {
 		t.Errorf("loom://files/RULES.md still served after it was removed")
 	}
 }
+
+// A render with diagnostics is still a valid render_prompt answer: the
+// output schema must describe a diagnostic's severity as the string it is
+// encoded as ("warning"/"error"), or the SDK refuses the tool's own result.
+func TestRenderWithDiagnostics(t *testing.T) {
+	root := testWorkspace(t)
+	writeFile(t, root, "skills/broken/SKILL.md", "---\nname: [unclosed\n---\nbody\n")
+	_, c := connect(t, root, mcpserver.Options{})
+	var res struct {
+		Report struct {
+			Diagnostics []struct {
+				Path     string `json:"path"`
+				Severity string `json:"severity"`
+			} `json:"diagnostics"`
+		} `json:"report"`
+	}
+	if e := callTool(t, c, "render_prompt", map[string]any{}, &res); e != "" {
+		t.Fatalf("render_prompt with a broken skill: %s", e)
+	}
+	found := false
+	for _, d := range res.Report.Diagnostics {
+		if strings.HasPrefix(d.Path, "skills/broken/") {
+			found = true
+			if d.Severity != "warning" && d.Severity != "error" {
+				t.Errorf("severity %q, want warning or error", d.Severity)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no diagnostic for skills/broken/SKILL.md in %+v", res.Report.Diagnostics)
+	}
+}

@@ -5,16 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/tokens"
+	"github.com/loomctx/loom/workspace"
 )
 
 // Bounds on tool inputs.
@@ -98,6 +102,19 @@ type CountOutput struct {
 	Encoding string `json:"encoding"`
 }
 
+// renderOutputSchema is render_prompt's output schema. Inferred from the Go
+// type it would call a diagnostic's severity an integer, but severities are
+// encoded by name, and the SDK checks every answer against the schema.
+var renderOutputSchema = sync.OnceValue(func() *jsonschema.Schema {
+	s, err := jsonschema.For[prompt.Result](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[workspace.Severity](): {Type: "string", Enum: []any{workspace.Warning.String(), workspace.Error.String()}},
+	}})
+	if err != nil {
+		panic("mcpserver: render_prompt's output schema: " + err.Error()) // fixed types: caught by every test
+	}
+	return s
+})
+
 // fieldError is a bad argument, named.
 func fieldError(field, format string, args ...any) error {
 	return fmt.Errorf("argument %s: %s", field, fmt.Sprintf(format, args...))
@@ -115,7 +132,7 @@ func (s *Server) addTools() {
 	})
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "forget", Description: "Forget a memory by id; it no longer enters prompts."}, s.forget)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "render_prompt", Description: "Render the workspace's system prompt with the given options; returns the prompt and its report.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, s.renderPrompt)
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}, OutputSchema: renderOutputSchema()}, s.renderPrompt)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "count_tokens", Description: "Count the tokens a text costs in an encoding.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, s.countTokens)
 }
