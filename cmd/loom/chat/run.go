@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/cmd/loom/render"
+	"github.com/loomctx/loom/cmd/loom/shared"
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/llm/extract"
 	"github.com/loomctx/loom/memory"
-	"github.com/loomctx/loom/memory/pgstore"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/session"
@@ -93,14 +93,18 @@ func chatRun(opts *ChatOptions) error {
 	if err != nil {
 		return err
 	}
-	shared, err := openShared(ws, wc)
+	pg, err := shared.OpenSharedMemory(context.Background(), ws, wc, true)
 	if err != nil {
 		return err
 	}
 	var store memory.Store
-	if shared != nil {
-		defer shared.close()
-		store = shared.mem
+	var pgBuilder *prompt.Builder
+	if pg != nil {
+		defer pg.Close()
+		store = pg.Memories
+		pgBuilder = prompt.New(ws)
+		pgBuilder.SetMemorySource(pg.Memories)
+		defer pgBuilder.Close()
 	} else {
 		dbPath, err := config.MemoryStoreLocation(ws.Root(), wc)
 		if err != nil {
@@ -139,10 +143,10 @@ func chatRun(opts *ChatOptions) error {
 		Placement: messages.Placement(cfg.Placement),
 		Client:    client, Now: opts.Now, Logger: logger,
 	}
-	if shared != nil {
+	if pg != nil {
 		// Sessions, the pointer and the memory files in PostgreSQL, as
 		// loom serve keeps them; the prompt's memories from there too.
-		sopts.Store, sopts.Builder = session.NewPGStore(shared.db, shared.key), shared.builder
+		sopts.Store, sopts.Builder = session.NewPGStore(pg.DB, pg.Key), pgBuilder
 	}
 	if cfg.ConsolidateThreshold >= 0 {
 		sopts.Consolidate = &consolidate.Options{
@@ -169,57 +173,6 @@ func chatRun(opts *ChatOptions) error {
 	loopErr := r.loop(signals)
 	closeErr := r.shutdown()
 	return errors.Join(loopErr, closeErr)
-}
-
-// sharedStore is PostgreSQL when loom.yaml's memory.store (or
-// LOOM_MEMORY_STORE) asks for it: the chat then reads and writes what
-// loom serve's replicas do.
-type sharedStore struct {
-	db      *pgstore.DB
-	key     string
-	mem     *pgstore.Memories
-	builder *prompt.Builder
-}
-
-func (s *sharedStore) close() {
-	s.builder.Close()
-	s.mem.Close()
-	s.db.Close()
-}
-
-// openShared opens the PostgreSQL store when the workspace uses one, and
-// returns nil when it keeps its state in the folder.
-func openShared(ws *workspace.Workspace, cfg *config.Config) (*sharedStore, error) {
-	kind := strings.TrimSpace(os.Getenv("LOOM_MEMORY_STORE"))
-	if kind == "" {
-		kind = cfg.Memory.StoreKind()
-	}
-	if kind != config.StorePostgres {
-		return nil, nil
-	}
-	env := cfg.Memory.DSNVar()
-	dsn := strings.TrimSpace(os.Getenv(env))
-	if dsn == "" {
-		return nil, fmt.Errorf("memory.store is postgres but %s is empty or unset; put the PostgreSQL DSN there", env)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db, err := pgstore.Open(ctx, dsn, pgstore.WithMaxConns(4))
-	if err != nil {
-		return nil, err
-	}
-	cats := memory.DefaultCategories
-	if len(cfg.Memory.Categories) > 0 {
-		cats = make([]memory.Category, len(cfg.Memory.Categories))
-		for i, c := range cfg.Memory.Categories {
-			cats[i] = memory.Category{Name: c.Name, Label: c.Label}
-		}
-	}
-	key := pgstore.WorkspaceKey(ws.Root())
-	mem := db.Memory(key, pgstore.WithCategories(cats), pgstore.WithCache())
-	b := prompt.New(ws)
-	b.SetMemorySource(mem)
-	return &sharedStore{db: db, key: key, mem: mem, builder: b}, nil
 }
 
 // loop reads lines until end of input, /exit or a signal that ends the

@@ -159,8 +159,12 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 		if err != nil {
 			return err
 		}
-		b := prompt.New(ws) // one builder: the prompt and /name expansion share its skills
-		defer b.Close()
+		// One builder: the prompt and /name expansion share its skills.
+		b, closeBuilder, err := shared.NewBuilder(ctx, ws)
+		if err != nil {
+			return err
+		}
+		defer closeBuilder()
 		zone, err := o.fromWorkspace(b, &o.Flags)
 		if err != nil {
 			return err

@@ -126,8 +126,11 @@ func runRender(ctx context.Context, f *shared.RenderFlags, textOnly bool) (*prom
 	if err != nil {
 		return nil, err
 	}
-	b := prompt.New(ws)
-	defer b.Close()
+	b, closeBuilder, err := shared.NewBuilder(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	defer closeBuilder()
 	res, err := b.Render(ctx, o)
 	var over *md.OverBudgetError
 	if err != nil && !errors.As(err, &over) {

@@ -17,7 +17,6 @@ import (
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/cmd/loom/shared"
 	"github.com/loomctx/loom/config"
-	"github.com/loomctx/loom/prompt"
 	lskills "github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
 )
@@ -99,8 +98,11 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	defer ws.Close()
 	defer cancel()
-	b := prompt.New(ws)
-	defer b.Close()
+	b, closeBuilder, err := shared.NewBuilder(ctx, ws)
+	if err != nil {
+		return err
+	}
+	defer closeBuilder()
 	render := func(ctx context.Context) (string, error) {
 		res, err := b.Render(ctx, po)
 		if res == nil {
