@@ -186,13 +186,21 @@ func TestStreamingRelayedChunkByChunk(t *testing.T) {
 
 func sessionMessages(t *testing.T, e *env, id string) server.SessionMessages {
 	t.Helper()
+	return sessionMessagesN(t, e, id, 1)
+}
+
+// sessionMessagesN waits (bounded) until the session holds at least n
+// messages: the gateway saves after the reply has gone, so a later turn's
+// save may still be on its way when the client has its answer.
+func sessionMessagesN(t *testing.T, e *env, id string, n int) server.SessionMessages {
+	t.Helper()
 	var hist server.SessionMessages
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		r, _ := http.Get(e.base + "/v1/workspaces/default/sessions/" + id + "/messages")
 		json.NewDecoder(r.Body).Decode(&hist)
 		r.Body.Close()
-		if len(hist.Messages) > 0 || time.Now().After(deadline) {
+		if len(hist.Messages) >= n || time.Now().After(deadline) {
 			return hist
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -237,7 +245,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 	if !strings.Contains(msgText(got[1]), "weather in Oslo?") || !strings.Contains(msgText(got[1]), "2026-03-04") {
 		t.Fatalf("the user message lost its runtime block in the loop: %v", got[1])
 	}
-	hist := sessionMessages(t, e, "tools-1")
+	hist := sessionMessagesN(t, e, "tools-1", 4)
 	roles := []string{}
 	for _, m := range hist.Messages {
 		roles = append(roles, string(m.Role))

@@ -55,7 +55,7 @@ func TestNodeOpenAIClient(t *testing.T) {
 	if first := reqs[0]; first.Body["temperature"] != 0.5 || !strings.Contains(msgText(first.Body["messages"].([]any)[1]), "slack") {
 		t.Errorf("first request: %s", first.Raw)
 	}
-	if hist := sessionMessages(t, e, "node-tools"); len(hist.Messages) != 4 {
+	if hist := sessionMessagesN(t, e, "node-tools", 4); len(hist.Messages) != 4 {
 		t.Errorf("tool session saved %d messages", len(hist.Messages))
 	}
 }
@@ -156,7 +156,7 @@ func TestNodeOpenAIClientAnthropic(t *testing.T) {
 	if first := reqs[0]; first.Body["temperature"] != 0.5 || !strings.Contains(string(first.Raw), "slack") {
 		t.Errorf("first request: %s", first.Raw)
 	}
-	if hist := sessionMessages(t, e, "node-tools"); len(hist.Messages) != 4 {
+	if hist := sessionMessagesN(t, e, "node-tools", 4); len(hist.Messages) != 4 {
 		t.Errorf("tool session saved %d messages", len(hist.Messages))
 	}
 }

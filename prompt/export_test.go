@@ -5,7 +5,8 @@ import "time"
 // AgeLast makes the last result look d older, as if d had passed.
 func (b *Builder) AgeLast(d time.Duration) {
 	b.mu.Lock()
-	b.last.at = b.last.at.Add(-d)
+	last := b.recent[len(b.recent)-1]
+	last.at = last.at.Add(-d)
 	b.mu.Unlock()
 }
 
@@ -13,7 +14,7 @@ func (b *Builder) AgeLast(d time.Duration) {
 func (b *Builder) LastAt() time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.last.at
+	return b.recent[len(b.recent)-1].at
 }
 
 // HoldRefresh marks an age refresh as in flight (or not).

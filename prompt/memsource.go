@@ -60,7 +60,7 @@ func (b *Builder) Invalidate() {
 	b.memEpoch.Add(1)
 	b.mu.Lock()
 	b.memFP, b.memSelKey, b.memSel, b.memList, b.memFile = "", "", nil, nil, nil
-	b.last = nil
+	b.recent = nil
 	b.mu.Unlock()
 }
 

@@ -114,7 +114,9 @@ type Builder struct {
 	// for renders without a budget (see nodeCache).
 	nodes    *nodeCache
 	rendered *md.Cache
-	last     *lastRender
+	// recent are the last results for different options (a server renders
+	// for many users and channels), newest last; see lastFor.
+	recent []*lastRender
 	// refreshing is set while one Render gathers again only because the
 	// last result aged past freshFor.
 	refreshing atomic.Bool
@@ -153,10 +155,8 @@ func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 	if b.ws.Watching() {
 		// A watcher bumps the generation on every change, so an unchanged
 		// generation means no file changed: nothing needs reading at all.
-		b.mu.Lock()
-		last := b.last
-		b.mu.Unlock()
-		if last != nil && last.optsKey == key && last.gen == b.ws.Generation() && stamp != "" && last.memStamp == stamp {
+		last := b.lastFor(key)
+		if last != nil && last.gen == b.ws.Generation() && stamp != "" && last.memStamp == stamp {
 			if time.Since(last.at) < freshFor {
 				return last.result, last.err
 			}
@@ -177,10 +177,8 @@ func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 	tree := st.tree()
 	inputs := st.inputsKey()
 	g := b.ws.Generation() // after every read of this render
-	b.mu.Lock()
-	last := b.last
-	b.mu.Unlock()
-	if last != nil && last.optsKey == key && last.inputsKey == inputs && last.gen == g {
+	last := b.lastFor(key)
+	if last != nil && last.inputsKey == inputs && last.gen == g {
 		b.remember(key, inputs, stamp, g, last.result, last.err)
 		return last.result, last.err
 	}
@@ -190,10 +188,31 @@ func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 	return res, err
 }
 
-func (b *Builder) remember(optsKey, inputsKey, memStamp string, gen uint64, res *Result, err error) {
+// maxRecent bounds the results a builder keeps: enough for the users and
+// channels a server alternates between, few enough to search in a loop.
+const maxRecent = 16
+
+// lastFor returns the newest result for the options key, or nil.
+func (b *Builder) lastFor(key string) *lastRender {
 	b.mu.Lock()
-	b.last = &lastRender{optsKey: optsKey, inputsKey: inputsKey, memStamp: memStamp, gen: gen, at: time.Now(), result: res, err: err}
-	b.mu.Unlock()
+	defer b.mu.Unlock()
+	for i := len(b.recent) - 1; i >= 0; i-- {
+		if b.recent[i].optsKey == key {
+			return b.recent[i]
+		}
+	}
+	return nil
+}
+
+func (b *Builder) remember(optsKey, inputsKey, memStamp string, gen uint64, res *Result, err error) {
+	r := &lastRender{optsKey: optsKey, inputsKey: inputsKey, memStamp: memStamp, gen: gen, at: time.Now(), result: res, err: err}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.recent = slices.DeleteFunc(b.recent, func(l *lastRender) bool { return l.optsKey == optsKey })
+	if len(b.recent) == maxRecent {
+		b.recent = slices.Delete(b.recent, 0, 1) // the oldest
+	}
+	b.recent = append(b.recent, r)
 }
 
 // render renders the tree and assembles the report.

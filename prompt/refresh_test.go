@@ -2,8 +2,10 @@ package prompt_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +71,66 @@ func TestAgedResultIsRefreshedOnce(t *testing.T) {
 	}
 	if b.LastAt().Equal(aged) {
 		t.Fatal("the refresh flag stayed set after a refresh")
+	}
+}
+
+// TestResultsKeptPerOptions: a server alternates between users and
+// channels; each set of options keeps its own last result (up to a bound),
+// so switching back does not gather the workspace again, and an edit still
+// reaches every one of them.
+func TestResultsKeptPerOptions(t *testing.T) {
+	dir := t.TempDir()
+	agents := filepath.Join(dir, "AGENTS.md")
+	if err := os.WriteFile(agents, []byte("# Agent\n\nBe brief.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if !ws.Watching() {
+		t.Skip("no watcher on this system")
+	}
+	b := prompt.New(ws)
+	defer b.Close()
+	ctx := context.Background()
+	render := func(user string) *prompt.Result {
+		t.Helper()
+		res, err := b.Render(ctx, prompt.Options{GOOS: "linux", GOARCH: "amd64", User: user})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	ana, bob := render("ana"), render("bob")
+	if render("ana") != ana || render("bob") != bob {
+		t.Fatal("switching between two users rendered again instead of reusing each one's result")
+	}
+	// More option sets than the bound: the oldest is let go.
+	for i := range 16 {
+		render(fmt.Sprintf("user%d", i))
+	}
+	if render("ana") == ana {
+		t.Error("the builder kept more results than its bound")
+	}
+	// An edit reaches every kept result.
+	bob = render("bob")
+	if err := os.WriteFile(agents, []byte("# Agent\n\nBe thorough.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		res := render("bob")
+		if strings.Contains(res.Prompt, "Be thorough.") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bob's prompt after the edit:\n%s", res.Prompt)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
