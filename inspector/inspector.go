@@ -451,7 +451,7 @@ func openStore(ctx context.Context, sw *server.Workspace) (memory.Store, []memor
 	if err != nil {
 		return nil, nil, err
 	}
-	cats := categories(cfg)
+	cats := memory.CategoriesOf(cfg)
 	shared, err := sw.SharedMemory(ctx)
 	if err != nil {
 		return nil, nil, err

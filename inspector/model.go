@@ -233,7 +233,7 @@ func memoryView(ctx context.Context, ws *workspace.Workspace, c Controls, encodi
 		mv.Error = err.Error()
 		return mv
 	}
-	mv.Cats = categories(cfg)
+	mv.Cats = memory.CategoriesOf(cfg)
 	path, err := config.MemoryStoreLocation(ws.Root(), cfg)
 	if err != nil {
 		mv.Error = err.Error()
@@ -262,17 +262,6 @@ func memoryView(ctx context.Context, ws *workspace.Workspace, c Controls, encodi
 		}
 	}
 	return mv
-}
-
-func categories(cfg *config.Config) []memory.Category {
-	if len(cfg.Memory.Categories) == 0 {
-		return memory.DefaultCategories
-	}
-	cats := make([]memory.Category, len(cfg.Memory.Categories))
-	for i, c := range cfg.Memory.Categories {
-		cats[i] = memory.Category{Name: c.Name, Label: c.Label}
-	}
-	return cats
 }
 
 func sha(s string) string {

@@ -281,13 +281,7 @@ func (s *Server) memoryLocation() (path string, cats []memory.Category, err erro
 	if err != nil {
 		return "", nil, err
 	}
-	cats = memory.DefaultCategories
-	if len(cfg.Memory.Categories) > 0 {
-		cats = make([]memory.Category, len(cfg.Memory.Categories))
-		for i, c := range cfg.Memory.Categories {
-			cats[i] = memory.Category{Name: c.Name, Label: c.Label}
-		}
-	}
+	cats = memory.CategoriesOf(cfg)
 	path, err = config.MemoryStoreLocation(root, cfg)
 	return path, cats, err
 }

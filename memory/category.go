@@ -3,7 +3,22 @@ package memory
 import (
 	"fmt"
 	"strings"
+
+	"github.com/loomctx/loom/config"
 )
+
+// CategoriesOf returns the categories loom.yaml's memory section names, in
+// its order, or DefaultCategories when it names none.
+func CategoriesOf(cfg *config.Config) []Category {
+	if len(cfg.Memory.Categories) == 0 {
+		return DefaultCategories
+	}
+	cats := make([]Category, len(cfg.Memory.Categories))
+	for i, c := range cfg.Memory.Categories {
+		cats[i] = Category{Name: c.Name, Label: c.Label}
+	}
+	return cats
+}
 
 // UnknownCategoryError is returned for a category name that is not among
 // the configured ones.

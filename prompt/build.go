@@ -244,13 +244,7 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 		}
 	}
 	st.memoryKey = fp + "\x00" + st.opts.ChatID + strconv.Itoa(st.opts.MemoryBudget)
-	cats := memory.DefaultCategories
-	if len(st.cfg.Memory.Categories) > 0 {
-		cats = make([]memory.Category, len(st.cfg.Memory.Categories))
-		for i, c := range st.cfg.Memory.Categories {
-			cats[i] = memory.Category{Name: c.Name, Label: c.Label}
-		}
-	}
+	cats := memory.CategoriesOf(st.cfg)
 	budget := st.cfg.Memory.Budget
 	if st.opts.MemoryBudget > 0 {
 		budget = st.opts.MemoryBudget

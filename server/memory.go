@@ -50,7 +50,7 @@ func (ws *Workspace) store(ctx context.Context) (memory.Store, error) {
 	if err != nil {
 		return nil, Errorf(http.StatusUnprocessableEntity, "config_invalid", "%v", err)
 	}
-	st, err := memory.OpenIn(ws.Door, path, true, memory.WithCategories(categories(cfg)))
+	st, err := memory.OpenIn(ws.Door, path, true, memory.WithCategories(memory.CategoriesOf(cfg)))
 	if err != nil {
 		return nil, err
 	}

@@ -117,7 +117,7 @@ func (w *Workspace) backend(ctx context.Context) (*backend, error) {
 		}
 		be.db, be.key = db, w.wss.pgKey(w)
 		be.sessions = session.NewPGStore(db, be.key)
-		mem := db.Memory(be.key, pgstore.WithCategories(categories(cfg)), pgstore.WithCache())
+		mem := db.Memory(be.key, pgstore.WithCategories(memory.CategoriesOf(cfg)), pgstore.WithCache())
 		be.mem = mem
 		w.Builder.SetMemorySource(mem)
 	}
@@ -157,17 +157,6 @@ func storeProblem(err error) error {
 		return Errorf(http.StatusServiceUnavailable, "store_not_configured", "%v", err)
 	}
 	return err
-}
-
-func categories(cfg *config.Config) []memory.Category {
-	if len(cfg.Memory.Categories) == 0 {
-		return memory.DefaultCategories
-	}
-	cats := make([]memory.Category, len(cfg.Memory.Categories))
-	for i, c := range cfg.Memory.Categories {
-		cats[i] = memory.Category{Name: c.Name, Label: c.Label}
-	}
-	return cats
 }
 
 // SessionStore returns where the workspace's sessions are kept: the

@@ -203,15 +203,8 @@ func load(dir string) (*workspaceMemory, error) {
 	if err != nil {
 		return nil, err
 	}
-	wm := &workspaceMemory{ws: ws, root: ws.Root(), cats: memory.DefaultCategories, dbPath: dbPath,
-		store: cfg.Memory.Store, dsnEnv: cfg.Memory.DSNEnv}
-	if len(cfg.Memory.Categories) > 0 {
-		wm.cats = make([]memory.Category, len(cfg.Memory.Categories))
-		for i, c := range cfg.Memory.Categories {
-			wm.cats[i] = memory.Category{Name: c.Name, Label: c.Label}
-		}
-	}
-	return wm, nil
+	return &workspaceMemory{ws: ws, root: ws.Root(), cats: memory.CategoriesOf(cfg), dbPath: dbPath,
+		store: cfg.Memory.Store, dsnEnv: cfg.Memory.DSNEnv}, nil
 }
 
 // open opens the store, creating a SQLite database unless ifExists; with

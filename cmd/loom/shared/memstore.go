@@ -57,20 +57,8 @@ func OpenSharedMemory(ctx context.Context, ws *workspace.Workspace, cfg *config.
 		return nil, err
 	}
 	key := pgstore.WorkspaceKey(ws.Root())
-	mem := db.Memory(key, pgstore.WithCategories(Categories(cfg)), pgstore.WithCache())
+	mem := db.Memory(key, pgstore.WithCategories(memory.CategoriesOf(cfg)), pgstore.WithCache())
 	return &SharedMemory{DB: db, Key: key, Memories: mem}, nil
-}
-
-// Categories are loom.yaml's memory categories, or the default ones.
-func Categories(cfg *config.Config) []memory.Category {
-	if len(cfg.Memory.Categories) == 0 {
-		return memory.DefaultCategories
-	}
-	cats := make([]memory.Category, len(cfg.Memory.Categories))
-	for i, c := range cfg.Memory.Categories {
-		cats[i] = memory.Category{Name: c.Name, Label: c.Label}
-	}
-	return cats
 }
 
 // NewBuilder returns a prompt builder for ws that reads memories from the
