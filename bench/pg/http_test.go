@@ -23,10 +23,8 @@ import (
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,8 +36,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/loomctx/loom/internal/testenv"
 )
@@ -634,9 +630,9 @@ func TestHTTPPostgresRestart(t *testing.T) {
 	if real && restart == "" {
 		testenv.Missing(t, "PostgreSQL restart command", "run under scripts/pg-test.sh, which sets LOOM_TEST_PG_RESTART")
 	}
-	var p *pgProxy
+	var p *testenv.PGProxy
 	if !real {
-		p, dsn = newPGProxy(t, dsn)
+		p, dsn = testenv.NewPGProxy(t, dsn)
 	}
 	env := pgEnvDSN(t, dsn)
 	model := newFakeModel(t)
@@ -655,9 +651,9 @@ func TestHTTPPostgresRestart(t *testing.T) {
 				t.Errorf("restart: %v\n%s", err, out)
 			}
 		} else {
-			p.down()
+			p.Down()
 			time.Sleep(time.Second)
-			p.up()
+			p.Up()
 		}
 		time.Sleep(time.Second) // load after the outage too
 	}()
@@ -752,93 +748,4 @@ func TestHTTPReplicaKilledMidTurn(t *testing.T) {
 	if got := strings.Join(tags, " "); got != "user:tag-1-1 assistant:tag-1-1 user:tag-2-1 assistant:tag-2-1" {
 		t.Fatalf("session after the kill: %s", got)
 	}
-}
-
-// pgProxy stands between the replicas and PostgreSQL on a unix socket of
-// its own, so a test can take "the server" away (every connection cut,
-// new ones refused) and bring it back.
-type pgProxy struct {
-	t      *testing.T
-	dir    string
-	target func() (net.Conn, error)
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]bool
-}
-
-func newPGProxy(t *testing.T, dsn string) (*pgProxy, string) {
-	cfg, err := pgconn.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, port := cfg.Host, cfg.Port
-	target := func() (net.Conn, error) {
-		if strings.HasPrefix(host, "/") {
-			return net.Dial("unix", filepath.Join(host, fmt.Sprintf(".s.PGSQL.%d", port)))
-		}
-		return net.Dial("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
-	}
-	dir, err := os.MkdirTemp("", "loompx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &pgProxy{t: t, dir: dir, target: target, conns: map[net.Conn]bool{}}
-	p.up()
-	t.Cleanup(func() { p.down(); os.RemoveAll(dir) })
-	var out string
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, _ := url.Parse(dsn)
-		q := u.Query()
-		q.Set("host", p.dir)
-		q.Set("port", "5432")
-		u.RawQuery = q.Encode()
-		out = u.String()
-	} else {
-		out = dsn + " host=" + p.dir + " port=5432"
-	}
-	return p, out
-}
-
-func (p *pgProxy) up() {
-	ln, err := net.Listen("unix", filepath.Join(p.dir, ".s.PGSQL.5432"))
-	if err != nil {
-		p.t.Error(err)
-		return
-	}
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := p.target()
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[c], p.conns[s] = true, true
-			p.mu.Unlock()
-			go func() { io.Copy(s, c); s.Close(); c.Close() }()
-			go func() { io.Copy(c, s); s.Close(); c.Close() }()
-		}
-	}()
-}
-
-// down cuts every connection and refuses new ones.
-func (p *pgProxy) down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
 }

@@ -3,105 +3,13 @@ package pgstore
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/url"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/loomctx/loom/internal/testenv"
 	"github.com/loomctx/loom/memory"
 )
-
-// proxy stands between the store and PostgreSQL on a unix socket of its
-// own, so a test can take "the server" away (every connection cut, new
-// ones refused) and bring it back, without touching the real server that
-// other tests share.
-type proxy struct {
-	t      *testing.T
-	dir    string
-	target func() (net.Conn, error)
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]bool
-}
-
-func newProxy(t *testing.T, dsn string) (*proxy, string) {
-	cfg, err := pgconn.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, port := cfg.Host, cfg.Port
-	target := func() (net.Conn, error) {
-		if strings.HasPrefix(host, "/") {
-			return net.Dial("unix", filepath.Join(host, fmt.Sprintf(".s.PGSQL.%d", port)))
-		}
-		return net.Dial("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
-	}
-	p := &proxy{t: t, dir: t.TempDir(), target: target, conns: map[net.Conn]bool{}}
-	p.up()
-	t.Cleanup(p.down)
-	var out string
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, _ := url.Parse(dsn)
-		q := u.Query()
-		q.Set("host", p.dir)
-		q.Set("port", "5432")
-		u.RawQuery = q.Encode()
-		out = u.String()
-	} else {
-		out = dsn + " host=" + p.dir + " port=5432"
-	}
-	return p, out
-}
-
-func (p *proxy) up() {
-	ln, err := net.Listen("unix", filepath.Join(p.dir, ".s.PGSQL.5432"))
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := p.target()
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[c], p.conns[s] = true, true
-			p.mu.Unlock()
-			go func() { io.Copy(s, c); s.Close(); c.Close() }()
-			go func() { io.Copy(c, s); s.Close(); c.Close() }()
-		}
-	}()
-}
-
-// down cuts every connection and refuses new ones.
-func (p *proxy) down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
-}
 
 // The database goes away in the middle of a load and comes back: during
 // the outage requests fail with an error matching memory.ErrUnavailable
@@ -109,7 +17,7 @@ func (p *proxy) down() {
 // restart, the listener comes back, and every acknowledged write is
 // stored exactly once.
 func TestPGOutageMidLoad(t *testing.T) {
-	p, dsn := newProxy(t, testenv.PostgresDSN(t))
+	p, dsn := testenv.NewPGProxy(t, testenv.PostgresDSN(t))
 	c := ctx
 	db, err := Open(c, dsn, WithMaxConns(8))
 	if err != nil {
@@ -163,7 +71,7 @@ func TestPGOutageMidLoad(t *testing.T) {
 		}
 	}
 	waitFor("writes before the outage", func() bool { return count() > 20 })
-	p.down()
+	p.Down()
 	before := count()
 	time.Sleep(700 * time.Millisecond)
 	if n := count(); n > before+4 {
@@ -175,7 +83,7 @@ func TestPGOutageMidLoad(t *testing.T) {
 	if db.Listening() {
 		t.Errorf("still listening during the outage")
 	}
-	p.up()
+	p.Up()
 	during := count()
 	waitFor("writes after the outage", func() bool { return count() > during+20 })
 	waitFor("the listener to come back", db.Listening)
