@@ -763,6 +763,27 @@ func (p *plan) static(idx int) bool {
 	return !cut
 }
 
+// intact reports whether kept scope idx renders in the current pass exactly
+// as it would with no plan: nothing inside it is dropped and no cut is asked
+// of it or of anything inside it. A static scope always is; any other one
+// (a list of droppable memories) is when the pass drops none of its
+// scopes, as the search's first pass, which drops nothing, does.
+func (p *plan) intact(idx int) bool {
+	if p.static(idx) {
+		return true
+	}
+	end := idx + p.scopes[idx].size
+	if slices.Contains(p.drop[idx+1:end+1], true) {
+		return false
+	}
+	for t := range p.trunc {
+		if t >= idx && t <= end {
+			return false
+		}
+	}
+	return true
+}
+
 // last returns the last scope the current cut drops directly, or -1.
 func (p *plan) last() int {
 	for i := len(p.order) - 1; i >= 0; i-- {

@@ -584,11 +584,12 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	}
 	var ck cacheKey
 	// Without a plan every scope may come from the cache; with one, only a
-	// kept scope with no prioritised scope inside it and nothing to cut,
-	// whose text the plan cannot change. Its records then take their plan
-	// indexes in order, as a render would give them.
+	// kept scope that this pass renders as it would render without a plan:
+	// nothing inside it dropped and nothing to cut (see plan.intact). Its
+	// records then take their plan indexes in order, as a render would give
+	// them.
 	useCache := r.cache != nil && r.offPlan == 0 && r.record &&
-		(r.plan == nil || (idx >= 0 && r.plan.static(idx)))
+		(r.plan == nil || (idx >= 0 && r.plan.intact(idx)))
 	if useCache {
 		ck = cacheKey{s: s, sep: r.sep, inXML: r.inXML, depth: r.depth, lineStart: len(buf) == 0 || buf[len(buf)-1] == '\n'}
 		if c := r.cache.get(ck); c != nil && (r.plan == nil || len(c.recs) == r.plan.scopes[idx].size+1) && (!r.count || c.recs[0].tokens >= 0) {

@@ -25,6 +25,12 @@ x10=${TMPDIR:-/tmp}/loom-engine-x10
 
 go test -run '^$' -bench 'BenchmarkRenderBudgeted|BenchmarkRerenderAfterEdit|BenchmarkRenderFull' \
   -benchmem -count "$count" ./prompt | tee -a "$out" >/dev/null
+# The benchmarks skip (and every figure would read nan) when the shared
+# workspace generator is not beside this checkout: say so and stop.
+if ! grep -q '^BenchmarkRenderBudgeted/' "$out"; then
+  echo "run.sh: no engine benchmark ran; is ../shared/bench/make-workspace beside this checkout ($here)?" >&2
+  exit 1
+fi
 LOOM_BENCH_SKILLS_WS=$x10 go test -run '^$' -bench 'BenchmarkLoadColdWorkspace' \
   -benchmem -count "$count" ./skills | tee -a "$out" >/dev/null
 
