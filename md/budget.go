@@ -1,6 +1,7 @@
 package md
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -736,8 +737,8 @@ func cutReason(c *cutInfo, own int) string {
 // the current pass drops or cuts.
 type plan struct {
 	scopes    []scopeInfo
-	index     map[*Scope]int
-	order     []int // prioritised scopes, first to drop first
+	index     map[*Scope]int // first index of each scope; nil until needed
+	order     []int          // prioritised scopes, first to drop first
 	drop      []bool
 	trunc     map[int]int // scope → token limit for this pass
 	cutAt     int         // final cut when a scope was truncated, else -1
@@ -801,7 +802,7 @@ type scopeInfo struct {
 }
 
 func newPlan(n Node) *plan {
-	p := &plan{index: map[*Scope]int{}, cutAt: -1, truncated: -1, addBack: -1}
+	p := &plan{cutAt: -1, truncated: -1, addBack: -1}
 	p.walk(n, -1)
 	p.drop = make([]bool, len(p.scopes))
 	p.prioBefore = make([]int, len(p.scopes)+1)
@@ -816,12 +817,13 @@ func newPlan(n Node) *plan {
 			p.order = append(p.order, i)
 		}
 	}
-	sort.SliceStable(p.order, func(a, b int) bool {
-		pa, pb := p.scopes[p.order[a]].s.Priority, p.scopes[p.order[b]].s.Priority
-		if pa != pb {
-			return pa < pb
+	// Lowest priority first, the later of two equal ones first: a total
+	// order (no two scopes share an index), so no stable sort is needed.
+	slices.SortFunc(p.order, func(a, b int) int {
+		if pa, pb := p.scopes[a].s.Priority, p.scopes[b].s.Priority; pa != pb {
+			return cmp.Compare(pa, pb)
 		}
-		return p.order[a] > p.order[b] // the later one goes first
+		return cmp.Compare(b, a)
 	})
 	return p
 }
@@ -839,9 +841,6 @@ func (p *plan) walk(n Node, parent int) {
 		}
 		idx := len(p.scopes)
 		p.scopes = append(p.scopes, scopeInfo{s: n, parent: parent})
-		if _, seen := p.index[n]; !seen {
-			p.index[n] = idx
-		}
 		for _, c := range n.Children {
 			p.walk(c, idx)
 		}
@@ -905,6 +904,16 @@ func (p *plan) walkAll(ns []Node, parent int) {
 func (p *plan) indexOf(s *Scope, next int) int {
 	if next < len(p.scopes) && p.scopes[next].s == s {
 		return next
+	}
+	if p.index == nil {
+		// Built on the first miss: a render finds its scopes in order, and
+		// a large tree's map would cost more than the whole search.
+		p.index = make(map[*Scope]int, len(p.scopes))
+		for i, si := range p.scopes {
+			if _, seen := p.index[si.s]; !seen {
+				p.index[si.s] = i
+			}
+		}
 	}
 	if i, ok := p.index[s]; ok {
 		return i
