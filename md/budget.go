@@ -658,6 +658,9 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 		return rep
 	}
 	last := p.last()
+	// Most dropped scopes get a reason written here, into one buffer, so
+	// that each costs one allocation.
+	var reason []byte
 	rendered := make([]*rec, len(p.scopes))
 	for i := range recs {
 		if rc := &recs[i]; rc.idx >= 0 {
@@ -698,18 +701,28 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 			locate(&e, rc.text, rc.depth)
 		case direct:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
-			// Most dropped scopes get one of these, so they are written
-			// without fmt.
-			head := "dropped to fit the budget of " + strconv.Itoa(rd.budget) + " tokens (priority " + strconv.Itoa(si.s.Priority)
+			reason = append(reason[:0], "dropped to fit the budget of "...)
+			reason = strconv.AppendInt(reason, int64(rd.budget), 10)
+			reason = append(reason, " tokens (priority "...)
+			reason = strconv.AppendInt(reason, int64(si.s.Priority), 10)
 			if need, ok := p.need[idx]; ok {
-				e.Reason = head + "; keeping it would make the prompt " + strconv.Itoa(need) + " tokens)"
+				reason = append(reason, "; keeping it would make the prompt "...)
+				reason = strconv.AppendInt(reason, int64(need), 10)
+				reason = append(reason, " tokens)"...)
 			} else if p.need != nil {
-				e.Reason = head + "; it costs about " + strconv.Itoa(cost[idx]) + " tokens, " + strconv.Itoa(max(rd.budget-tokensNow, 0)) + " are left)"
+				reason = append(reason, "; it costs about "...)
+				reason = strconv.AppendInt(reason, int64(cost[idx]), 10)
+				reason = append(reason, " tokens, "...)
+				reason = strconv.AppendInt(reason, int64(max(rd.budget-tokensNow, 0)), 10)
+				reason = append(reason, " are left)"...)
 			} else if p.cutAt < 0 && p.addBack >= 0 && last == idx {
-				e.Reason = head + "; keeping it would make the prompt " + strconv.Itoa(p.addBack) + " tokens)"
+				reason = append(reason, "; keeping it would make the prompt "...)
+				reason = strconv.AppendInt(reason, int64(p.addBack), 10)
+				reason = append(reason, " tokens)"...)
 			} else {
-				e.Reason = head + ", among the lowest)"
+				reason = append(reason, ", among the lowest)"...)
 			}
+			e.Reason = string(reason)
 		default:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
 			e.Reason = "left out with the scope around it"
