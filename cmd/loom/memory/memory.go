@@ -78,7 +78,9 @@ another user's memory.
 With --store postgres (or LOOM_MEMORY_STORE=postgres) the memories live in
 PostgreSQL, shared by every replica: the DSN is read from the variable
 --dsn-env names (LOOM_PG_DSN by default) and never printed, and the workspace
-is keyed by its absolute path unless LOOM_PG_WORKSPACE names it.`,
+is keyed by its absolute path unless LOOM_PG_WORKSPACE names it (for a
+workspace that loom serve --root serves, name it <prefix>/<folder name>, the
+key the server uses).`,
 		Args: cobra.NoArgs,
 	}
 	sub := func(name string, c *cobra.Command, opts *Options, run func(*Options) error) {
