@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loomctx/loom/mcpserver"
+	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
 )
@@ -564,5 +566,45 @@ func TestRenderWithDiagnostics(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no diagnostic for skills/broken/SKILL.md in %+v", res.Report.Diagnostics)
+	}
+}
+
+// staleNotify is a shared store whose change notifications lag (Version
+// stays put) while its write counter (FreshVersion) moves with every
+// write, as another replica's write looks before its NOTIFY arrives.
+type staleNotify struct {
+	memory.Store
+	writes atomic.Uint64
+}
+
+func (s *staleNotify) Version() (uint64, bool) { return 1, true }
+func (s *staleNotify) FreshVersion(context.Context, string) (uint64, error) {
+	return s.writes.Load(), nil
+}
+
+// recall on a shared store reads the store's write counter, not only its
+// notifications, so a write made elsewhere is in the very next answer.
+func TestRecallSeesOtherReplicasWrites(t *testing.T) {
+	root := testWorkspace(t)
+	inner, err := memory.OpenSQLite(filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	st := &staleNotify{Store: inner}
+	_, c := connect(t, root, mcpserver.Options{Store: st})
+	var rc struct {
+		Matched int `json:"matched"`
+	}
+	if e := callTool(t, c, "recall", map[string]any{"user": "ada"}, &rc); e != "" || rc.Matched != 0 {
+		t.Fatalf("recall on an empty store: %d, %s", rc.Matched, e)
+	}
+	// Another replica writes: straight into the store, not through this server.
+	if _, err := inner.Add(context.Background(), memory.NewMemory{Category: memory.DefaultCategories[0].Name, Content: "Ada works in Oslo", User: "ada"}); err != nil {
+		t.Fatal(err)
+	}
+	st.writes.Add(1)
+	if e := callTool(t, c, "recall", map[string]any{"user": "ada"}, &rc); e != "" || rc.Matched != 1 {
+		t.Errorf("recall right after another replica's write found %d memories (%s), want 1", rc.Matched, e)
 	}
 }

@@ -303,11 +303,30 @@ func dbStamp(path string) string {
 	return b.String()
 }
 
+// freshVersioner is a shared store that can say, with a query, how many
+// writes the workspace-wide scope and one user's have seen
+// (pgstore.Memories).
+type freshVersioner interface {
+	FreshVersion(ctx context.Context, user string) (uint64, error)
+}
+
 func (s *Server) list(ctx context.Context, st memory.Store, q memory.Query) ([]memory.Memory, []string, error) {
 	var stamp string
 	switch st := st.(type) {
 	case *memory.SQLite:
 		stamp = dbStamp(st.Path())
+	case freshVersioner:
+		// A shared store's own count of writes, read now: a NOTIFY from
+		// another replica may still be on its way.
+		if q.AllUsers {
+			ms, err := st.(memory.Store).List(ctx, q)
+			return ms, lowered(ms), err
+		}
+		v, err := st.FreshVersion(ctx, q.User)
+		if err != nil {
+			return nil, nil, err
+		}
+		stamp = "f" + strconv.FormatUint(v, 10)
 	case interface{ Version() (uint64, bool) }:
 		v, ok := st.Version()
 		if !ok { // changes may go unseen: no reuse
