@@ -72,11 +72,19 @@ type cacheShard struct {
 func (cc *cachedCounter) Name() string { return NameOf(cc.inner) }
 
 // Count returns the wrapped counter's count for text, from memory when it
-// can.
+// can. A long text for an exact encoding is counted by chunks, each cached
+// on its own, so an edit recounts only the chunks it touched.
 func (cc *cachedCounter) Count(text string) int {
 	if text == "" {
 		return cc.inner.Count(text)
 	}
+	_, exact := cc.inner.(*bpe)
+	return cc.cached(text, exact && len(text) >= splitAt)
+}
+
+// cached is the count of text from the cache, or counted (by chunks when
+// chunked) and stored.
+func (cc *cachedCounter) cached(text string, chunked bool) int {
 	h1 := maphash.String(cc.seed1, text)
 	key := cacheKey{h1: h1}
 	cost := entryOverhead
@@ -101,7 +109,7 @@ func (cc *cachedCounter) Count(text string) int {
 	s.mu.Unlock()
 
 	var n int
-	if _, exact := cc.inner.(*bpe); exact && len(text) >= splitAt {
+	if chunked {
 		n = cc.countChunks(text)
 	} else {
 		n = cc.inner.Count(text)
@@ -187,37 +195,7 @@ func chunkEnd(lineLen int, mid byte) bool {
 }
 
 // countFlat is Count for one chunk: from the cache, or counted whole.
-func (cc *cachedCounter) countFlat(text string) int {
-	h1 := maphash.String(cc.seed1, text)
-	key := cacheKey{h1: h1}
-	cost := entryOverhead
-	if len(text) < shortKey {
-		key.short = text
-		cost += len(text)
-	} else {
-		key.h2 = maphash.String(cc.seed2, text)
-	}
-	s := &cc.shards[h1%numShards]
-	s.mu.Lock()
-	if n, ok := s.cur[key]; ok {
-		s.mu.Unlock()
-		return n
-	}
-	if n, ok := s.prev[key]; ok {
-		s.put(key, n, cost)
-		s.mu.Unlock()
-		return n
-	}
-	s.mu.Unlock()
-	n := cc.inner.Count(text)
-	if key.short != "" {
-		key.short = strings.Clone(key.short)
-	}
-	s.mu.Lock()
-	s.put(key, n, cost)
-	s.mu.Unlock()
-	return n
-}
+func (cc *cachedCounter) countFlat(text string) int { return cc.cached(text, false) }
 
 // AddsAt reports whether Count(text) equals Count(text[:i]) +
 // Count(text[i:]) by the rule of [AddsAt], for the exact encodings; the
