@@ -71,7 +71,11 @@ func BenchmarkGateway(b *testing.B) {
 	dir := writeWorkspace(b, up.URL, "")
 	gen := filepath.Join("..", "..", "shared", "bench", "make-workspace")
 	if _, err := os.Stat(gen); err == nil {
-		exec.Command("python3", gen, "--force", "large", dir).Run()
+		if out, err := exec.Command("python3", gen, "--force", "large", dir).CombinedOutput(); err != nil {
+			b.Fatalf("make-workspace: %v\n%s", err, out)
+		}
+	} else {
+		fmt.Fprintf(os.Stderr, "%s: the shared benchmark generator is not beside this checkout: measuring the small test workspace, not the large one\n", b.Name()) // b.Log is not shown for a benchmark that passes
 	}
 	yaml := fmt.Sprintf("llm:\n  provider: openai\n  base_url: %s/v1\n  model: fake-model\n  extraction:\n    enabled: false\n  consolidation:\n    enabled: false\n", up.URL)
 	if err := os.WriteFile(filepath.Join(dir, "loom.yaml"), []byte(yaml), 0o644); err != nil {
