@@ -283,35 +283,21 @@ func loadAt(url string, body []byte, headers map[string]string, conc int, dur ti
 			errs := 0
 			for t := range due {
 				time.Sleep(time.Until(t))
-				req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				for k, v := range headers {
-					req.Header.Set(k, v)
-				}
-				res, err := client.Do(req)
+				status, err := post(client, url, body, headers)
 				if err != nil {
 					errs++
 					continue
 				}
-				io.Copy(io.Discard, res.Body)
-				res.Body.Close()
 				lat = append(lat, time.Since(t))
-				if res.StatusCode != want {
+				if status != want {
 					errs++
 				}
 			}
-			mu.Lock()
-			total.lat = append(total.lat, lat...)
-			total.errs += errs
-			mu.Unlock()
+			total.add(&mu, lat, errs)
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(begin)
-	slices.Sort(total.lat)
-	total.n = len(total.lat)
-	total.rps = float64(total.n) / elapsed.Seconds()
-	return total
+	return total.finish(begin)
 }
 
 // gauge reads one unlabelled metric from loom's /metrics, or -1.
@@ -426,36 +412,55 @@ func load(url string, body []byte, headers map[string]string, conc int, dur time
 			var lat []time.Duration
 			errs := 0
 			for ctx.Err() == nil {
-				req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				for k, v := range headers {
-					req.Header.Set(k, v)
-				}
 				t := time.Now()
-				res, err := client.Do(req)
+				status, err := post(client, url, body, headers)
 				if err != nil {
 					if ctx.Err() == nil {
 						errs++
 					}
 					continue
 				}
-				io.Copy(io.Discard, res.Body)
-				res.Body.Close()
 				lat = append(lat, time.Since(t))
-				if res.StatusCode != want {
+				if status != want {
 					errs++
 				}
 			}
-			mu.Lock()
-			total.lat = append(total.lat, lat...)
-			total.errs += errs
-			mu.Unlock()
+			total.add(&mu, lat, errs)
 		}()
 	}
 	wg.Wait()
+	return total.finish(begin)
+}
+
+// post sends one JSON request and reads the whole answer.
+func post(client *http.Client, url string, body []byte, headers map[string]string) (status int, err error) {
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode, nil
+}
+
+// add merges one client's latencies and errors.
+func (r *result) add(mu *sync.Mutex, lat []time.Duration, errs int) {
+	mu.Lock()
+	r.lat = append(r.lat, lat...)
+	r.errs += errs
+	mu.Unlock()
+}
+
+// finish sorts the latencies and works out the rate since begin.
+func (r *result) finish(begin time.Time) *result {
 	elapsed := time.Since(begin)
-	slices.Sort(total.lat)
-	total.n = len(total.lat)
-	total.rps = float64(total.n) / elapsed.Seconds()
-	return total
+	slices.Sort(r.lat)
+	r.n = len(r.lat)
+	r.rps = float64(r.n) / elapsed.Seconds()
+	return r
 }
