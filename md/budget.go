@@ -184,6 +184,9 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		if rd.cache != nil {
+			rd.cache.recsHint.Store(int64(len(recs)))
+		}
 		return Result{Text: text, Report: rd.report(text, recs, nil, nil)}, nil
 	}
 	if rd.counter == nil {
@@ -197,6 +200,16 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 
 func (rd *Renderer) pass(n Node, p *plan) (string, []rec, error) {
 	r := renderer{plan: p, counter: rd.counter, record: true, cache: rd.cache, count: rd.counts()}
+	// Room for every record the pass can make, so that appending a large
+	// cached scope's records does not grow the slice again and again: with
+	// a plan, at most one per scope not dropped (each scope dropped
+	// directly takes at least itself away); without one, as many as the
+	// last render without a plan made.
+	if p != nil {
+		r.recs = make([]rec, 0, max(len(p.scopes)-p.cut, 0)+1)
+	} else if rd.cache != nil {
+		r.recs = make([]rec, 0, rd.cache.recsHint.Load()+1)
+	}
 	buf := getBuf()
 	defer putBuf(buf)
 	*buf = r.renderNode((*buf)[:0], n)
@@ -625,6 +638,9 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 			cursor = e.Start
 		}
 	}
+	// Priorities are copied into one slice, and the entries point into
+	// it: one allocation, where a large tree has thousands of them.
+	var prios []int
 	entry := func(s *Scope) Entry {
 		// Entries share the scope's sources, clipped so that an append
 		// copies them.
@@ -636,8 +652,11 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 			e.Name = label(s)
 		}
 		if s.Prioritized {
-			pr := s.Priority
-			e.Priority = &pr
+			if len(prios) == cap(prios) {
+				prios = make([]int, 0, max(n, 16))
+			}
+			prios = append(prios, s.Priority)
+			e.Priority = &prios[len(prios)-1]
 		}
 		return e
 	}
@@ -658,9 +677,13 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 		return rep
 	}
 	last := p.last()
-	// Most dropped scopes get a reason written here, into one buffer, so
-	// that each costs one allocation.
-	var reason []byte
+	// Most dropped scopes get a reason written here, all into one buffer
+	// that becomes one string at the end, which the entries' reasons are
+	// cut from: one allocation for thousands of dropped scopes.
+	rb := getBuf()
+	defer putBuf(rb)
+	reason := (*rb)[:0]
+	cuts := make([]reasonCut, 0, len(p.order))
 	rendered := make([]*rec, len(p.scopes))
 	for i := range recs {
 		if rc := &recs[i]; rc.idx >= 0 {
@@ -701,7 +724,8 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 			locate(&e, rc.text, rc.depth)
 		case direct:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
-			reason = append(reason[:0], "dropped to fit the budget of "...)
+			from := len(reason)
+			reason = append(reason, "dropped to fit the budget of "...)
 			reason = strconv.AppendInt(reason, int64(rd.budget), 10)
 			reason = append(reason, " tokens (priority "...)
 			reason = strconv.AppendInt(reason, int64(si.s.Priority), 10)
@@ -722,7 +746,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 			} else {
 				reason = append(reason, ", among the lowest)"...)
 			}
-			e.Reason = string(reason)
+			cuts = append(cuts, reasonCut{len(rep.Sections), from, len(reason)})
 		default:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
 			e.Reason = "left out with the scope around it"
@@ -735,9 +759,19 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 		}
 		rep.Sections = append(rep.Sections, e)
 	}
+	*rb = reason
+	if len(cuts) > 0 {
+		all := string(reason)
+		for _, c := range cuts {
+			rep.Sections[c.entry].Reason = all[c.from:c.to]
+		}
+	}
 	rep.Sections = append(rep.Sections, rd.tail...)
 	return rep
 }
+
+// reasonCut places an entry's reason in the report's shared reason text.
+type reasonCut struct{ entry, from, to int }
 
 func cutReason(c *cutInfo, own int) string {
 	if own > 0 {
@@ -754,6 +788,7 @@ type plan struct {
 	order     []int          // prioritised scopes, first to drop first
 	drop      []bool
 	trunc     map[int]int // scope → token limit for this pass
+	cut       int         // scopes the current cut drops directly
 	cutAt     int         // final cut when a scope was truncated, else -1
 	truncated int         // that scope, else -1
 	// addBack is the size of the prompt with the last dropped scope kept,
@@ -809,9 +844,10 @@ func (p *plan) last() int {
 }
 
 type scopeInfo struct {
-	s      *Scope
-	parent int
-	size   int // scopes inside it
+	s       *Scope
+	parent  int
+	size    int  // scopes inside it
+	instead bool // s.Instead is set: a pass that drops s need not look at it
 }
 
 func newPlan(n Node) *plan {
@@ -853,7 +889,7 @@ func (p *plan) walk(n Node, parent int) {
 			return
 		}
 		idx := len(p.scopes)
-		p.scopes = append(p.scopes, scopeInfo{s: n, parent: parent})
+		p.scopes = append(p.scopes, scopeInfo{s: n, parent: parent, instead: n.Instead != nil})
 		for _, c := range n.Children {
 			p.walk(c, idx)
 		}
@@ -937,6 +973,7 @@ func (p *plan) indexOf(s *Scope, next int) int {
 func (p *plan) isDropped(idx int) bool { return idx >= 0 && p.drop[idx] }
 
 func (p *plan) setCut(k int) {
+	p.cut = k
 	clear(p.drop)
 	for _, idx := range p.order[:k] {
 		p.drop[idx] = true

@@ -1,6 +1,9 @@
 package md
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Cache keeps what scopes rendered to, so that rendering a tree again that
 // reuses some of the same *Scope values (a caller that keeps the nodes of
@@ -26,6 +29,9 @@ type Cache struct {
 	gen  uint64
 	used int // slots the current render used
 	last int // slots the last render used
+	// recsHint is how many records the last render without a plan made,
+	// to size the next one's.
+	recsHint atomic.Int64
 }
 
 type slot struct {

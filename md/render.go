@@ -572,9 +572,10 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 			r.next = idx + 1
 		}
 		if r.plan.isDropped(idx) {
-			r.next += r.plan.scopes[idx].size
+			si := &r.plan.scopes[idx]
+			r.next += si.size
 			r.dropped++
-			if s.Instead != nil {
+			if si.instead {
 				r.offPlan++
 				buf = r.renderNode(buf, s.Instead)
 				r.offPlan--
