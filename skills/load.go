@@ -427,6 +427,10 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(todo)/8+1)
+	if len(todo) > 1 {
+		// One descriptor of the root for the whole folder, not one per file.
+		defer r.door.Hold()()
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -89,15 +90,76 @@ func openatRetry(dirfd int, name string, flags int, mode uint32) (int, error) {
 	}
 }
 
-// rootFD opens the workspace root for one operation; the caller closes it.
-// It is not kept open: a kernel keeps a folder's watch from reporting its
-// removal while any descriptor of it is open.
-func (w *Workspace) rootFD() (int, error) {
+// openRoot opens the workspace root; the caller closes it. It is not kept
+// open beyond a [Workspace.Hold]: a kernel keeps a folder's watch from
+// reporting its removal while any descriptor of it is open.
+func (w *Workspace) openRoot() (int, error) {
 	fd, err := openatRetry(unix.AT_FDCWD, w.root, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|pathFlag, 0)
 	if err != nil {
 		return -1, &fs.PathError{Op: "open", Path: w.root, Err: err}
 	}
 	return fd, nil
+}
+
+// rootFD gives a descriptor of the root for one operation: the held one
+// while a [Workspace.Hold] lasts, else a new one. The caller hands it back
+// with doneRoot.
+func (w *Workspace) rootFD() (int, error) {
+	w.held.mu.Lock()
+	if w.held.refs > 0 {
+		w.held.refs++
+		fd := w.held.fd
+		w.held.mu.Unlock()
+		return fd, nil
+	}
+	w.held.mu.Unlock()
+	return w.openRoot()
+}
+
+// doneRoot hands back a descriptor rootFD gave.
+func (w *Workspace) doneRoot(fd int) {
+	w.held.mu.Lock()
+	if w.held.refs > 0 && fd == w.held.fd {
+		w.held.refs--
+		if w.held.refs == 0 {
+			w.held.fd = -1
+			w.held.mu.Unlock()
+			unix.Close(fd)
+			return
+		}
+		w.held.mu.Unlock()
+		return
+	}
+	w.held.mu.Unlock()
+	unix.Close(fd)
+}
+
+// Hold keeps one descriptor of the root open until release is called, so
+// that a batch of reads (a folder of skills, say) opens the root once
+// rather than once per file. Every read still goes through the door as it
+// would without it: the descriptor is a bare O_PATH handle, opened with no
+// symlink followed, and each file is opened beneath it with openat2 (or
+// the O_NOFOLLOW walk). Holds nest and may overlap across goroutines; the
+// descriptor is closed when the last one is released. For a workspace
+// backed by an fs.FS, or when the root cannot be opened, it does nothing.
+func (w *Workspace) Hold() (release func()) {
+	if w.fsys != nil {
+		return func() {}
+	}
+	w.held.mu.Lock()
+	if w.held.refs == 0 {
+		fd, err := w.openRoot()
+		if err != nil {
+			w.held.mu.Unlock()
+			return func() {}
+		}
+		w.held.fd = fd
+	}
+	w.held.refs++
+	fd := w.held.fd
+	w.held.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { w.doneRoot(fd) }) }
 }
 
 // openIn opens relReal (clean, slash-separated, relative to the root) with
@@ -111,7 +173,7 @@ func (w *Workspace) openIn(rel, relReal string, flags int, perm fs.FileMode) (*o
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(root)
+	defer w.doneRoot(root)
 	fd, err := openBeneath(root, relReal, flags, uint32(perm.Perm()))
 	if err != nil {
 		var se *symlinkError
@@ -136,7 +198,7 @@ func (w *Workspace) readBeneath(rel, relReal string, limit int64) ([]byte, FileI
 		return nil, FileID{}, err
 	}
 	fd, err := openBeneath(root, relReal, unix.O_RDONLY, 0)
-	unix.Close(root)
+	w.doneRoot(root)
 	if err != nil {
 		var se *symlinkError
 		if errors.As(err, &se) || errors.Is(err, errSymlinkMet) {
@@ -177,6 +239,12 @@ func (w *Workspace) readBeneath(rel, relReal string, limit int64) ([]byte, FileI
 			break
 		}
 		n += m
+		if n == int(st.Size) && n < len(buf) {
+			// A short read that ends where the fstat said the file
+			// ends: this is the end, and asking once more to hear so
+			// would cost a system call per file.
+			break
+		}
 	}
 	if int64(n) > limit {
 		return nil, FileID{}, &RefusedError{Path: rel, Reason: ErrTooLarge, Detail: fmt.Sprintf("more than %d bytes", limit)}
@@ -195,7 +263,7 @@ func (w *Workspace) dirBeneath(relReal string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer unix.Close(root)
+	defer w.doneRoot(root)
 	var st unix.Stat_t
 	if relReal == "" {
 		diskOps.Add(1)

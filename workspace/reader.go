@@ -112,6 +112,13 @@ type Workspace struct {
 	trees     treeStamps         // under mu (see TreeStamp)
 	watchErr  error
 	subs      map[*subscriber]bool // the change feed's subscribers (feed.go)
+
+	// held is the root's descriptor while a [Workspace.Hold] lasts.
+	held struct {
+		mu   sync.Mutex
+		refs int
+		fd   int
+	}
 }
 
 // Option configures [Open].

@@ -206,7 +206,7 @@ func (w *Workspace) MkdirAll(rel string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	root, err := w.rootFD()
+	root, err := w.openRoot()
 	if err != nil {
 		return err
 	}

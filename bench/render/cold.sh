@@ -28,41 +28,9 @@ mkdir -p "$tmp/hello"
 printf 'package main\nimport (\n\t"fmt"\n\t_ "net/http"\n)\nfunc main() { fmt.Println("hi") }\n' >"$tmp/hello/main.go"
 printf 'module hello\ngo 1.26\n' >"$tmp/hello/go.mod"
 (cd "$tmp/hello" && go build -o "$tmp/hello-bin" .)
-# tm CMD...: runs CMD once, its output thrown away, and prints its wall time
-# and CPU time (user + system, from the kernel's accounting) in ms, to the
-# microsecond: /usr/bin/time counts CPU in 10 ms steps.
-mkdir -p "$tmp/tm"
-cat >"$tmp/tm/main.go" <<'GO'
-package main
-
-import (
-	"fmt"
-	"os"
-	"os/exec"
-	"syscall"
-	"time"
-)
-
-func main() {
-	cmd := exec.Command(os.Args[1], os.Args[2:]...)
-	out, err := os.Create(os.Getenv("TM_OUT"))
-	if err != nil {
-		panic(err)
-	}
-	cmd.Stdout = out
-	start := time.Now()
-	err = cmd.Run()
-	wall := time.Since(start)
-	if cmd.ProcessState == nil {
-		panic(err)
-	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	fmt.Printf("%.3f %.3f\n", float64(wall)/1e6, float64(cpu)/1e6)
-}
-GO
-printf 'module tm\ngo 1.26\n' >"$tmp/tm/go.mod"
-(cd "$tmp/tm" && go build -o "$tmp/tm-bin" .)
+# tm CMD...: runs CMD once and prints its wall and CPU time in ms, to the
+# microsecond (bench/proctime).
+go build -o "$tmp/tm-bin" "$here/bench/proctime"
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.1f", m}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0 || b == "nan") print "-"; else printf "%.2fx", a / b }'; }
@@ -70,7 +38,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0 || b == "nan") print "-"; 
 # run NAME CMD...: one timed run, appending wall ms and CPU ms to NAME's files.
 run() {
   local name=$1; shift
-  TM_OUT="$tmp/out" "$tmp/tm-bin" "$@" 2>/dev/null >"$tmp/t"
+  PROCTIME_OUT="$tmp/out" "$tmp/tm-bin" "$@" 2>/dev/null >"$tmp/t"
   awk '{print $1}' "$tmp/t" >>"$tmp/$name.wall"
   awk '{print $2}' "$tmp/t" >>"$tmp/$name.cpu"
 }

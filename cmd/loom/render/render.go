@@ -126,6 +126,9 @@ func runRender(ctx context.Context, f *shared.RenderFlags, textOnly bool) (*prom
 	if err != nil {
 		return nil, err
 	}
+	// One descriptor of the workspace root serves every read of this
+	// render, where each read would open and close its own.
+	defer ws.Hold()()
 	b, closeBuilder, err := shared.NewBuilder(ctx, ws)
 	if err != nil {
 		return nil, err
