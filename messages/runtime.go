@@ -69,11 +69,17 @@ func RuntimeBlock(rt Runtime) string {
 		loc = time.UTC
 	}
 	now = now.In(loc)
-	data := struct{ Time, Channel, ChatID, SenderID string }{
+	data := runtimeData{
 		Time:     now.Format("2006-01-02 15:04 (Monday)") + ", " + zoneName(now, loc),
 		Channel:  oneLine(rt.Channel),
 		ChatID:   oneLine(rt.ChatID),
 		SenderID: oneLine(rt.SenderID),
+	}
+	blocks.Lock()
+	block, ok := blocks.m[data]
+	blocks.Unlock()
+	if ok {
+		return block
 	}
 	var b strings.Builder
 	if err := runtimeTmpl().Execute(&b, data); err != nil {
@@ -81,8 +87,37 @@ func RuntimeBlock(rt Runtime) string {
 		// here is a build defect, caught by the tests.
 		panic("messages: runtime template: " + err.Error())
 	}
-	return b.String()
+	block = b.String()
+	if len(block) > maxBlockBytes {
+		return block
+	}
+	blocks.Lock()
+	if len(blocks.m) >= maxBlocks {
+		clear(blocks.m)
+	}
+	blocks.m[data] = block
+	blocks.Unlock()
+	return block
 }
+
+// runtimeData is what the runtime template shows.
+type runtimeData struct{ Time, Channel, ChatID, SenderID string }
+
+// blocks are the runtime blocks made lately, by what they show: a server
+// answers many turns a minute for the same channels and chats, and
+// executing the template took as long as the rest of building a short
+// turn. The time is shown to the minute, so entries turn over each minute;
+// the map is emptied when it reaches maxBlocks, and holds at most
+// maxBlocks × maxBlockBytes of text.
+var blocks = struct {
+	sync.Mutex
+	m map[runtimeData]string
+}{m: map[runtimeData]string{}}
+
+const (
+	maxBlocks     = 512
+	maxBlockBytes = 2048 // longer blocks (long ids) are made each time
+)
 
 // zoneName names the zone both ways a reader needs: the IANA name and the
 // abbreviation with its UTC offset, e.g. "Europe/Paris (CET, UTC+01:00)".

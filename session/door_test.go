@@ -93,3 +93,40 @@ func TestSessionFilesRefuseSymlinks(t *testing.T) {
 		}
 	}
 }
+
+// A store makes its folder once, not on every save; a folder removed or
+// swapped for a symlink while the store is open is made again through the
+// door, or refused, as on the first save.
+func TestSessionFolderGoneAfterFirstSave(t *testing.T) {
+	ctx := context.Background()
+	root, outside := t.TempDir(), t.TempDir()
+	ws, err := workspace.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := session.NewWorkspaceFileStore(ws, session.FileOptions{})
+	if err := st.Append(ctx, "cli:ana", userMsg("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(root, ".loom")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Append(ctx, "cli:ana", userMsg("two")); err != nil {
+		t.Fatalf("append after the folder went: %v", err)
+	}
+	got, err := st.Load(ctx, "cli:ana")
+	if err != nil || len(got.Messages) != 1 || got.Messages[0].Content.Text != "two" {
+		t.Fatalf("load = %+v, %v", got, err)
+	}
+	if fi, err := os.Stat(filepath.Join(root, ".loom", "sessions")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("sessions folder made again: %v, %v", fi, err)
+	}
+	os.RemoveAll(filepath.Join(root, ".loom", "sessions"))
+	os.Symlink(outside, filepath.Join(root, ".loom", "sessions"))
+	if err := st.Append(ctx, "cli:ana", userMsg("three")); !errors.Is(err, workspace.ErrSymlink) {
+		t.Errorf("append with the folder swapped for a symlink = %v, want a symlink refusal", err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("files appeared outside: %v", ents)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/loomctx/loom/internal/atomicfile"
@@ -37,6 +38,7 @@ type FileStore struct {
 	ws   *workspace.Workspace // set: dir is relative to it, and I/O goes through its door
 	opts FileOptions
 	now  func() time.Time
+	made atomic.Bool // the folder has been made through ws's door
 }
 
 // FileOptions tune a FileStore. Zero fields take the defaults.
@@ -93,7 +95,7 @@ func (s *FileStore) Path(key string) string {
 func (s *FileStore) file(key string) *File {
 	f := &File{Path: s.Path(key), Key: key, LockWait: s.opts.LockWait, History: s.opts.History, Now: s.now}
 	if s.ws != nil {
-		f.ws, f.rel = s.ws, path.Join(s.dir, FileName(key))
+		f.ws, f.rel, f.made = s.ws, path.Join(s.dir, FileName(key)), &s.made
 	}
 	return f
 }
@@ -137,22 +139,41 @@ type File struct {
 	// at rel.
 	ws  *workspace.Workspace
 	rel string
+	// made, when set, is shared by the store's files: once the folder
+	// has been made, a lock does not make it again (two walks through the
+	// door per save) unless it has gone.
+	made *atomic.Bool
 }
 
+// lock takes the session's lock. The folder is made first; that is also
+// what Append, MoveConsolidated and Trim rely on for the file itself.
 func (f *File) lock(ctx context.Context) (*filelock.Lock, error) {
-	p := filelock.For(f.Path)
-	if f.ws != nil {
-		// The lock file sits beside the session: its folder is made
-		// through the door, and a symlink in its place is refused.
-		if err := f.mkdir(); err != nil {
-			return nil, err
-		}
-		var err error
-		if p, err = f.ws.LocalPath(f.rel + ".lock"); err != nil {
-			return nil, err
-		}
+	if f.ws == nil {
+		return filelock.Acquire(ctx, filelock.For(f.Path), f.LockWait)
 	}
-	return filelock.Acquire(ctx, p, f.LockWait)
+	// The lock file sits beside the session: its folder is made through
+	// the door (never by the lock's own MkdirAll), and a symlink in its
+	// place is refused.
+	for retry := false; ; retry = true {
+		if f.made == nil || !f.made.Load() {
+			if err := f.mkdir(); err != nil {
+				return nil, err
+			}
+			if f.made != nil {
+				f.made.Store(true)
+			}
+		}
+		p, err := f.ws.LocalPath(f.rel + ".lock")
+		if err != nil {
+			return nil, err
+		}
+		l, err := filelock.AcquireExisting(ctx, p, f.LockWait)
+		if err != nil && errors.Is(err, fs.ErrNotExist) && !retry && f.made != nil {
+			f.made.Store(false) // the folder went: make it again
+			continue
+		}
+		return l, err
+	}
 }
 
 // mkdir makes the file's folder, private.
@@ -258,9 +279,6 @@ func (f *File) Append(ctx context.Context, msgs ...messages.Message) error {
 		return err
 	}
 	defer l.Release()
-	if err := f.mkdir(); err != nil {
-		return err
-	}
 	file, err := f.open(os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err

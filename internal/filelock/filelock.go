@@ -69,13 +69,27 @@ func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 // (0700) if needed. It waits up to wait (DefaultWait when wait <= 0) or
 // until ctx ends; then it returns a *BusyError naming the holder.
 func Acquire(ctx context.Context, path string, wait time.Duration) (*Lock, error) {
+	return acquire(ctx, path, wait, true)
+}
+
+// AcquireExisting is [Acquire] for a lock whose folder exists: the folder
+// is not made, and a missing one gives an error matching fs.ErrNotExist.
+// It is for callers that make their folders through checks of their own
+// (a workspace's door), which a plain MkdirAll here would bypass.
+func AcquireExisting(ctx context.Context, path string, wait time.Duration) (*Lock, error) {
+	return acquire(ctx, path, wait, false)
+}
+
+func acquire(ctx context.Context, path string, wait time.Duration, mkdir bool) (*Lock, error) {
 	if wait <= 0 {
 		wait = DefaultWait
 	}
-	f, err := open(path)
-	if err != nil {
-		return nil, err
+	if mkdir {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
 	}
+	f := open(path)
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -96,10 +110,10 @@ func Acquire(ctx context.Context, path string, wait time.Duration) (*Lock, error
 // Try takes the lock at path if it is free, without waiting. A busy lock
 // gives a *BusyError.
 func Try(path string) (*Lock, error) {
-	f, err := open(path)
-	if err != nil {
-		return nil, err
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
+	f := open(path)
 	ok, err := f.TryLock()
 	if err != nil {
 		f.Close()
@@ -112,11 +126,8 @@ func Try(path string) (*Lock, error) {
 	return held(f, path), nil
 }
 
-func open(path string) (*flock.Flock, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return flock.New(path, flock.SetPermissions(0o600), flock.SetFlag(os.O_CREATE|os.O_RDONLY|openFlags)), nil
+func open(path string) *flock.Flock {
+	return flock.New(path, flock.SetPermissions(0o600), flock.SetFlag(os.O_CREATE|os.O_RDONLY|openFlags))
 }
 
 // held records this process as the holder. The note is best effort: the
