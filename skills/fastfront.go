@@ -18,7 +18,12 @@ func fastFrontmatter(src string, lines map[string]int) map[string]any {
 		return nil
 	}
 	values := map[string]any{}
-	got := map[string]int{}
+	type keyLine struct {
+		key  string
+		line int
+	}
+	var gotBuf [8]keyLine
+	got := gotBuf[:0]
 	rest := src
 	for n := 2; ; n++ { // the opening fence is line 1
 		line, next, more := strings.Cut(rest, "\n")
@@ -42,13 +47,13 @@ func fastFrontmatter(src string, lines map[string]int) map[string]any {
 					return nil
 				}
 				values[k] = m
-				got[k] = n
+				got = append(got, keyLine{k, n})
 			} else {
 				if v == "" || !plainValue(v) {
 					return nil
 				}
 				values[k] = v
-				got[k] = n
+				got = append(got, keyLine{k, n})
 			}
 		}
 		if !more {
@@ -56,8 +61,8 @@ func fastFrontmatter(src string, lines map[string]int) map[string]any {
 		}
 		rest = next
 	}
-	for k, n := range got {
-		lines[k] = n
+	for _, kl := range got {
+		lines[kl.key] = kl.line
 	}
 	return values
 }
@@ -91,10 +96,20 @@ func plainValue(v string) bool {
 	if strings.Contains(v, ": ") || strings.Contains(v, " #") || strings.HasSuffix(v, ":") {
 		return false
 	}
-	for _, r := range v {
-		if r == '\t' || r == '\uFEFF' || !unicode.IsPrint(r) && r != ' ' || r >= 0x80 && !unicode.IsGraphic(r) {
+	for i := 0; i < len(v); {
+		if c := v[i]; c < utf8.RuneSelf {
+			// ASCII: printable is 0x20 (the space) to 0x7e.
+			if c < 0x20 || c == 0x7f {
+				return false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(v[i:])
+		if r == '\uFEFF' || !unicode.IsPrint(r) || !unicode.IsGraphic(r) {
 			return false
 		}
+		i += size
 	}
 	return true
 }
@@ -102,6 +117,9 @@ func plainValue(v string) bool {
 // special reports whether s is a word YAML may read as something other
 // than text: a boolean, a null, or YAML 1.1's yes/no/on/off and y/n.
 func special(s string) bool {
+	if len(s) > len("false") {
+		return false // no lower-casing (and copying) of a long value
+	}
 	switch strings.ToLower(s) {
 	case "true", "false", "null", "yes", "no", "on", "off", "y", "n":
 		return true

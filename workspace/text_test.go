@@ -65,3 +65,23 @@ func TestOpenErrorQuotesName(t *testing.T) {
 		t.Errorf("err = %q", err)
 	}
 }
+
+// HasControls reads eight bytes at a time; it must say exactly what
+// StripControls would do: every byte value, at every place in and around a
+// word, amid plain text, tabs, newlines and multi-byte characters.
+func TestHasControlsEveryByteEverywhere(t *testing.T) {
+	for _, fill := range []string{"a", "\t", "\n", "é", "\u2028", "\x80"} {
+		base := []byte(strings.Repeat(fill, 24))[:24]
+		for at := range 19 {
+			for c := range 256 {
+				b := append([]byte(nil), base...)
+				b[at] = byte(c)
+				s := string(b)
+				want := workspace.StripControls(s) != s
+				if got := workspace.HasControls(s); got != want {
+					t.Fatalf("HasControls(%q) = %v, want %v", s, got, want)
+				}
+			}
+		}
+	}
+}
