@@ -148,6 +148,8 @@ type XMLElement struct {
 	Tag      string
 	Attrs    []Attr
 	Children []Node
+
+	memo *XMLMemo // see [XMLElement.Memo]
 }
 
 // XML returns an element with the given attributes and children.

@@ -424,6 +424,11 @@ func (x *XMLElement) render(r *renderer, buf []byte) []byte {
 	if x == nil {
 		return buf
 	}
+	if x.memo != nil {
+		if out, ok := x.renderMemo(r, buf); ok {
+			return out
+		}
+	}
 	buf = append(buf, '<')
 	buf = append(buf, x.Tag...)
 	for _, a := range x.Attrs {

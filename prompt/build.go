@@ -43,18 +43,19 @@ const (
 
 // state is everything one render needs, gathered from the workspace.
 type state struct {
-	nodes    *nodeCache
-	rendered *md.Cache
-	ws       *workspace.Workspace
-	cfg      *config.Config
-	opts     Options
-	preset   string
-	encoding string
-	counter  tokens.Counter
-	budget   int
-	now      time.Time
-	loc      *time.Location
-	diags    workspace.Diagnostics
+	nodes     *nodeCache
+	rendered  *md.Cache
+	skillsXML *md.XMLMemo
+	ws        *workspace.Workspace
+	cfg       *config.Config
+	opts      Options
+	preset    string
+	encoding  string
+	counter   tokens.Counter
+	budget    int
+	now       time.Time
+	loc       *time.Location
+	diags     workspace.Diagnostics
 
 	skills      *skills.Set
 	memoryText  *workspace.File
@@ -74,7 +75,7 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 		return nil, err
 	}
 	opts = cleanOptions(opts)
-	st := &state{ws: ws, cfg: cfg, opts: opts, nodes: b.nodes, rendered: b.rendered}
+	st := &state{ws: ws, cfg: cfg, opts: opts, nodes: b.nodes, rendered: b.rendered, skillsXML: b.skillsXML}
 	st.preset = cfg.Preset
 	if opts.Preset != "" {
 		st.preset = opts.Preset

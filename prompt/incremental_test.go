@@ -170,3 +170,99 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// One builder follows a run of edits of every kind (a skill edited, added,
+// removed; a bootstrap file edited, emptied and written again; a memory
+// added; the long-term memory file edited), rendering after each; every
+// render equals a render from scratch, text and report. With and without a
+// watch.
+func TestIncrementalRenderAfterEachKindOfEdit(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		t.Run(fmt.Sprintf("watch=%v", watch), func(t *testing.T) {
+			dir := incrementalWorkspace(t)
+			ws, err := workspace.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if watch {
+				if err := ws.Watch(); err != nil {
+					t.Fatal(err)
+				}
+				defer ws.Close()
+			}
+			b := prompt.New(ws)
+			defer b.Close()
+			opts := prompt.Options{GOOS: "linux", GOARCH: "amd64"}
+			if _, err := b.Render(context.Background(), opts); err != nil {
+				t.Fatal(err)
+			}
+			put := func(rel, text string) func() {
+				return func() {
+					p := filepath.Join(dir, filepath.FromSlash(rel))
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			skill := func(name, desc string) string {
+				return fmt.Sprintf("---\nname: %s\ndescription: %s\n---\n\nBody.\n", name, desc)
+			}
+			for _, step := range []struct {
+				name    string
+				do      func()
+				showsAs string // in the prompt once the edit is seen
+				goneAs  string // no longer in the prompt once it is seen
+			}{
+				{"skill edited", put("skills/skill05/SKILL.md", skill("skill05", "Edited five.")), "Edited five.", "Does thing 5,"},
+				{"skill edited again", put("skills/skill05/SKILL.md", skill("skill05", "Edited five, twice.")), "Edited five, twice.", ""},
+				{"skill added", put("skills/aaa-new/SKILL.md", skill("aaa-new", "A new first skill.")), "A new first skill.", ""},
+				{"skill added last", put("skills/zzz-new/SKILL.md", skill("zzz-new", "A new last skill.")), "A new last skill.", ""},
+				{"skill removed", func() {
+					if err := os.RemoveAll(filepath.Join(dir, "skills", "skill11")); err != nil {
+						t.Fatal(err)
+					}
+				}, "", "Does thing 11,"},
+				{"skill made unavailable", put("skills/skill20/SKILL.md", "---\nname: skill20\ndescription: Needs a tool.\nmetadata: {\"nanobot\": {\"requires\": {\"bins\": [\"no-such-program-xyz\"]}}}\n---\n\nBody.\n"), "no-such-program-xyz", ""},
+				{"bootstrap edited", put("SOUL.md", "# Soul\n\nBolder now.\n"), "Bolder now.", "Curious, careful."},
+				{"bootstrap emptied", put("USER.md", ""), "", "Likes tables."},
+				{"bootstrap written again", put("USER.md", "# User\n\nLikes charts.\n"), "Likes charts.", ""},
+				{"memory added", func() {
+					store, err := memory.Open(dir)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer store.Close()
+					if _, err := store.Add(context.Background(), memory.NewMemory{Category: "global_rule", Content: "A brand new rule."}); err != nil {
+						t.Fatal(err)
+					}
+					b.Invalidate()
+				}, "A brand new rule.", ""},
+				{"memory file edited", put("memory/MEMORY.md", "# Long-term\n\n- The user moved to Porto.\n"), "moved to Porto", "in Lisbon"},
+			} {
+				step.do()
+				var got *prompt.Result
+				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+					if got, err = b.Render(context.Background(), opts); err != nil {
+						t.Fatal(err)
+					}
+					if (step.showsAs == "" || strings.Contains(got.Prompt, step.showsAs)) && (step.goneAs == "" || !strings.Contains(got.Prompt, step.goneAs)) {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: the edit never reached the prompt", step.name)
+					}
+				}
+				fresh := render(t, dir, opts)
+				if got.Prompt != fresh.Prompt {
+					t.Fatalf("%s: incremental render differs from a fresh one:\n%s\n----\n%s", step.name, got.Prompt, fresh.Prompt)
+				}
+				if !reflect.DeepEqual(got.Report, fresh.Report) {
+					t.Fatalf("%s: incremental report differs from a fresh one:\n%+v\n%+v", step.name, got.Report, fresh.Report)
+				}
+			}
+		})
+	}
+}

@@ -114,6 +114,10 @@ type Builder struct {
 	// for renders without a budget (see nodeCache).
 	nodes    *nodeCache
 	rendered *md.Cache
+	// skillsXML keeps the assistant's skills catalogue's rendered
+	// entries, so that a render after one skill changed renders that
+	// entry alone (see md.XMLMemo).
+	skillsXML *md.XMLMemo
 	// recent are the last results for different options (a server renders
 	// for many users and channels), newest last; see lastFor.
 	recent []*lastRender
@@ -124,7 +128,7 @@ type Builder struct {
 
 // New returns a builder for ws.
 func New(ws *workspace.Workspace) *Builder {
-	return &Builder{ws: ws, nodes: newNodeCache(), rendered: md.NewCache()}
+	return &Builder{ws: ws, nodes: newNodeCache(), rendered: md.NewCache(), skillsXML: md.NewXMLMemo()}
 }
 
 // Workspace returns the builder's workspace.

@@ -53,6 +53,10 @@ type PromptOptions struct {
 	// same entry node back for a skill whose entry did not change, and its
 	// renderer can reuse that entry's rendered text.
 	Reuse func(key any, build func() any) any
+	// XMLMemo, when set, keeps the summary's rendered entries between
+	// renders (see [md.XMLMemo]): a caller that renders the summary again
+	// after one skill changed gives the same memo each time.
+	XMLMemo *md.XMLMemo
 }
 
 // entryKey is everything one listing entry is built from. A *Skill in a
@@ -120,7 +124,11 @@ func (s *Set) Summary(opts PromptOptions) md.Node {
 		prio := opts.Priority - i
 		entries[i] = opts.entry("summary", sk, prio, 0, func() *md.Scope { return summaryEntry(sk, prio) })
 	}
-	body := md.Named("skills", md.Raw(assistantIntro), md.XML("skills", nil, entries...)).OnDrop(moreNotice(list))
+	catalogue := md.XML("skills", nil, entries...)
+	if opts.XMLMemo != nil {
+		catalogue.Memo(opts.XMLMemo)
+	}
+	body := md.Named("skills", md.Raw(assistantIntro), catalogue).OnDrop(moreNotice(list))
 	return md.Sec(level(opts, 1), "Skills", body)
 }
 
