@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // Counter counts tokens. The tokens package provides exact counters; md
@@ -199,6 +201,14 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 }
 
 func (rd *Renderer) pass(n Node, p *plan) (string, []rec, error) {
+	buf, recs, err := rd.passBuf(n, p)
+	defer putBuf(buf)
+	return string(*buf), recs, err
+}
+
+// passBuf renders n into a buffer from the pool, which the caller puts
+// back.
+func (rd *Renderer) passBuf(n Node, p *plan) (*[]byte, []rec, error) {
 	r := renderer{plan: p, counter: rd.counter, record: true, cache: rd.cache, count: rd.counts()}
 	// Room for every record the pass can make, so that appending a large
 	// cached scope's records does not grow the slice again and again: with
@@ -211,9 +221,18 @@ func (rd *Renderer) pass(n Node, p *plan) (string, []rec, error) {
 		r.recs = make([]rec, 0, rd.cache.recsHint.Load()+1)
 	}
 	buf := getBuf()
-	defer putBuf(buf)
+	// A pass that drops nothing renders what the last such pass did: make
+	// room for that much at once rather than growing the buffer to it.
+	if (p == nil || p.cut == 0) && rd.cache != nil {
+		if h := int(rd.cache.textHint.Load()); cap(*buf) < h {
+			*buf = make([]byte, 0, h)
+		}
+	}
 	*buf = r.renderNode((*buf)[:0], n)
-	return string(*buf), r.recs, r.err
+	if (p == nil || p.cut == 0) && rd.cache != nil && r.err == nil {
+		rd.cache.textHint.Store(int64(len(*buf)))
+	}
+	return buf, r.recs, r.err
 }
 
 // counts reports whether renders count tokens.
@@ -224,19 +243,65 @@ func (rd *Renderer) counts() bool {
 // total counts a whole rendered text from the counts of its top-level
 // scopes (see countText).
 func (rd *Renderer) total(text string, recs []rec) int {
-	return countText(rd.counter, text, 0, recs, 0)
+	return countText(rd.counter, text, 0, recs, 0, false)
 }
 
+// attempt is one pass of the search. Its text is a view of a buffer that
+// the search puts back in the pool when it ends: a pass whose text is not
+// the answer is never copied out.
 type attempt struct {
 	text   string
 	recs   []rec
 	tokens int
 }
 
+// search is the state of one budgeted render's passes.
+type search struct {
+	rd   *Renderer
+	n    Node
+	p    *plan
+	held []*[]byte
+	// costs holds each scope's count when nothing is dropped.
+	costs []int
+}
+
+func (sr *search) cost() []int { return sr.costs }
+
+// render renders the plan's current drops and counts the text.
+func (sr *search) render() (attempt, error) {
+	buf, recs, err := sr.rd.passBuf(sr.n, sr.p)
+	sr.held = append(sr.held, buf)
+	if err != nil {
+		return attempt{}, err
+	}
+	text := unsafe.String(unsafe.SliceData(*buf), len(*buf))
+	// The counter is handed copies of what it counts (see countText): a
+	// view of the buffer must not outlive the search.
+	return attempt{text: text, recs: recs, tokens: countText(sr.rd.counter, text, 0, recs, 0, true)}, nil
+}
+
+// result is the answer: a's text, copied out of its buffer, and its report.
+func (sr *search) result(a attempt) Result {
+	text := strings.Clone(a.text)
+	res := Result{Text: text, Report: sr.rd.report(text, a.recs, sr.p, sr.cost())}
+	res.Report.Tokens = a.tokens
+	return res
+}
+
+// release puts the passes' buffers back in the pool.
+func (sr *search) release() {
+	for _, b := range sr.held {
+		putBuf(b)
+	}
+	sr.held = nil
+}
+
 func (rd *Renderer) solve(n Node) (Result, error) {
-	p := newPlan(n)
+	p := newPlan(n, rd.cache)
 	c := rd.counter
 	budget := rd.budget
+	sr := &search{rd: rd, n: n, p: p}
+	defer sr.release()
 	tries := map[int]attempt{}
 	try := func(k int) (attempt, error) {
 		if a, ok := tries[k]; ok {
@@ -246,11 +311,10 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 			debugTries(k)
 		}
 		p.setCut(k)
-		text, recs, err := rd.pass(n, p)
+		a, err := sr.render()
 		if err != nil {
 			return attempt{}, err
 		}
-		a := attempt{text: text, recs: recs, tokens: rd.total(text, recs)}
 		tries[k] = a
 		return a, nil
 	}
@@ -261,6 +325,7 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	// Each scope's cost when nothing is dropped: the estimate's input and the
 	// report's figure for scopes that end up dropped.
 	cost := make([]int, len(p.scopes))
+	sr.costs = cost
 	for _, rc := range full.recs {
 		if rc.idx >= 0 {
 			cost[rc.idx] = rc.tokens
@@ -275,8 +340,7 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 		if prev, ok := tries[k-1]; ok && k > 0 {
 			p.addBack = prev.tokens
 		}
-		res := Result{Text: a.text, Report: rd.report(a.text, a.recs, p, cost)}
-		res.Report.Tokens = a.tokens
+		res := sr.result(a)
 		if a.tokens > budget {
 			return res, &OverBudgetError{Tokens: a.tokens, Budget: budget}
 		}
@@ -298,10 +362,11 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	// search gallops outward to a bracket, one drop wide in the end: the
 	// smallest cut that fits, with one drop fewer rendered and over budget,
 	// so the kept set is maximal.
-	saved := p.savings(cost)
+	share := p.shares(cost)
+	saved := p.savings(cost, share)
 	need := full.tokens - budget
 	guess := func(scale float64) int {
-		k := sort.Search(len(saved), func(k int) bool { return float64(saved[k])*scale >= float64(need) })
+		k := sort.Search(len(saved), func(k int) bool { return saved[k]*scale >= float64(need) })
 		return min(max(k, 1), nOrder)
 	}
 	k := guess(1)
@@ -309,8 +374,8 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if real := full.tokens - best.tokens; real > 0 && saved[k] > 0 && real != saved[k] {
-		if k2 := guess(float64(real) / float64(saved[k])); k2 != k {
+	if real := full.tokens - best.tokens; real > 0 && saved[k] > 0 && float64(real) != saved[k] {
+		if k2 := guess(float64(real) / saved[k]); k2 != k {
 			if _, err := try(k2); err != nil {
 				return Result{}, err
 			}
@@ -382,19 +447,16 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 		for attemptN := 0; attemptN < 3 && limit > 0; attemptN++ {
 			p.setCut(hi - 1)
 			p.trunc = map[int]int{d: limit}
-			text, recs, err := rd.pass(n, p)
+			a, err := sr.render()
 			if err != nil {
 				return Result{}, err
 			}
-			t := rd.total(text, recs)
-			if t <= budget {
+			if a.tokens <= budget {
 				p.trunc = nil
 				p.cutAt, p.truncated = hi-1, d
-				res := Result{Text: text, Report: rd.report(text, recs, p, cost)}
-				res.Report.Tokens = t
-				return res, nil
+				return sr.result(a), nil
 			}
-			limit -= t - budget + 2
+			limit -= a.tokens - budget + 2
 		}
 		p.trunc = nil
 	}
@@ -406,13 +468,11 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	if prev, ok := tries[hi-1]; ok {
 		p.need[p.order[hi-1]] = prev.tokens
 	}
-	cur, err := rd.fill(n, p, cost, hi, best)
+	cur, err := rd.fill(sr, cost, share, hi, best)
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Text: cur.text, Report: rd.report(cur.text, cur.recs, p, cost)}
-	res.Report.Tokens = cur.tokens
-	return res, nil
+	return sr.result(cur), nil
 }
 
 // fillSlack is how many tokens joining a scope back into the text may save
@@ -428,7 +488,8 @@ const fillSlack = 2
 // confirmed by rendering it, backing off to its longest prefix that fits;
 // the first scope that did not fit is recorded with the size it would have
 // made, for the report. cur is the render of the current drop set.
-func (rd *Renderer) fill(n Node, p *plan, cost []int, k int, cur attempt) (attempt, error) {
+func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int, cur attempt) (attempt, error) {
+	p := sr.p
 	budget := rd.budget
 	rejected := map[int]bool{}
 	covered := func(d int) bool {
@@ -465,11 +526,7 @@ func (rd *Renderer) fill(n Node, p *plan, cost []int, k int, cur attempt) (attem
 		if debugTries != nil {
 			debugTries(-1)
 		}
-		text, recs, err := rd.pass(n, p)
-		if err != nil {
-			return attempt{}, err
-		}
-		return attempt{text: text, recs: recs, tokens: rd.total(text, recs)}, nil
+		return sr.render()
 	}
 	// over[parent] is the least that keeping one scope of that parent
 	// was seen to add beyond the scope's own count (a list marker, a
@@ -483,6 +540,9 @@ func (rd *Renderer) fill(n Node, p *plan, cost []int, k int, cur attempt) (attem
 		}
 		return own - fillSlack
 	}
+	// adds estimates what keeping d adds: its own count and its share of
+	// what its parent adds around each child.
+	adds := func(d int) int { return ownCost(d) + int(math.Round(share(d))) }
 	for round := 0; round < 64; round++ {
 		room := budget - cur.tokens
 		var batch []int
@@ -492,12 +552,11 @@ func (rd *Renderer) fill(n Node, p *plan, cost []int, k int, cur attempt) (attem
 			if !p.drop[d] || rejected[d] || covered(d) {
 				continue
 			}
-			own := ownCost(d)
 			if est+bound(d) > room {
 				continue
 			}
 			batch = append(batch, d)
-			est += own + 1
+			est += adds(d)
 		}
 		if len(batch) == 0 {
 			return cur, nil
@@ -530,7 +589,7 @@ func (rd *Renderer) fill(n Node, p *plan, cost []int, k int, cur attempt) (attem
 		g, acc := len(batch), 0
 		for g > 0 && acc < a.tokens-budget {
 			g--
-			acc += ownCost(batch[g]) + 1
+			acc += adds(batch[g])
 		}
 		if g > lo && g < hi {
 			a, err := try(g)
@@ -683,6 +742,10 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 	rb := getBuf()
 	defer putBuf(rb)
 	reason := (*rb)[:0]
+	// About a hundred bytes each.
+	if n := p.cut*112 + 1024; cap(reason) < n {
+		reason = make([]byte, 0, n)
+	}
 	cuts := make([]reasonCut, 0, len(p.order))
 	rendered := make([]*rec, len(p.scopes))
 	for i := range recs {
@@ -728,7 +791,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 			reason = append(reason, "dropped to fit the budget of "...)
 			reason = strconv.AppendInt(reason, int64(rd.budget), 10)
 			reason = append(reason, " tokens (priority "...)
-			reason = strconv.AppendInt(reason, int64(si.s.Priority), 10)
+			reason = strconv.AppendInt(reason, int64(si.priority), 10)
 			if need, ok := p.need[idx]; ok {
 				reason = append(reason, "; keeping it would make the prompt "...)
 				reason = strconv.AppendInt(reason, int64(need), 10)
@@ -799,6 +862,7 @@ type plan struct {
 	need map[int]int
 	// prioBefore[i] counts the prioritised scopes before scope i.
 	prioBefore []int
+	cache      *Cache // where walks of large scopes are kept; may be nil
 }
 
 // static reports whether the text of kept scope idx cannot depend on the
@@ -843,39 +907,59 @@ func (p *plan) last() int {
 	return -1
 }
 
+// scopeInfo is a scope's place in the plan, with what the search reads of
+// it copied in, so that the search does not go to each scope's memory.
 type scopeInfo struct {
-	s       *Scope
-	parent  int
-	size    int  // scopes inside it
-	instead bool // s.Instead is set: a pass that drops s need not look at it
+	s           *Scope
+	parent      int
+	size        int // scopes inside it
+	priority    int
+	prioritized bool
+	instead     bool // s.Instead is set: a pass that drops s need not look at it
 }
 
-func newPlan(n Node) *plan {
-	p := &plan{cutAt: -1, truncated: -1, addBack: -1}
+// newPlan walks the tree. With a cache, a large scope walked by an earlier
+// render is copied from what that walk found (see [Cache]: a cached scope
+// does not change).
+func newPlan(n Node, c *Cache) *plan {
+	p := &plan{cutAt: -1, truncated: -1, addBack: -1, cache: c}
+	if c != nil {
+		p.scopes = make([]scopeInfo, 0, c.scopesHint.Load())
+	}
 	p.walk(n, -1)
+	if c != nil {
+		c.scopesHint.Store(int64(len(p.scopes)))
+	}
 	p.drop = make([]bool, len(p.scopes))
 	p.prioBefore = make([]int, len(p.scopes)+1)
-	for i, si := range p.scopes {
+	for i := range p.scopes {
 		p.prioBefore[i+1] = p.prioBefore[i]
-		if si.s.Prioritized {
+		if p.scopes[i].prioritized {
 			p.prioBefore[i+1]++
 		}
 	}
-	for i, si := range p.scopes {
-		if si.s.Prioritized {
+	// Listed from the last scope to the first, so that the usual tree, whose
+	// entries rank lower the later they come, is close to sorted already.
+	p.order = make([]int, 0, p.prioBefore[len(p.scopes)])
+	for i := len(p.scopes) - 1; i >= 0; i-- {
+		if p.scopes[i].prioritized {
 			p.order = append(p.order, i)
 		}
 	}
 	// Lowest priority first, the later of two equal ones first: a total
 	// order (no two scopes share an index), so no stable sort is needed.
 	slices.SortFunc(p.order, func(a, b int) int {
-		if pa, pb := p.scopes[a].s.Priority, p.scopes[b].s.Priority; pa != pb {
+		if pa, pb := p.scopes[a].priority, p.scopes[b].priority; pa != pb {
 			return cmp.Compare(pa, pb)
 		}
 		return cmp.Compare(b, a)
 	})
 	return p
 }
+
+// subplanMin is the number of scopes inside a scope from which its walk is
+// kept in the cache.
+const subplanMin = 64
 
 func (p *plan) walk(n Node, parent int) {
 	switch n := n.(type) {
@@ -889,11 +973,31 @@ func (p *plan) walk(n Node, parent int) {
 			return
 		}
 		idx := len(p.scopes)
-		p.scopes = append(p.scopes, scopeInfo{s: n, parent: parent, instead: n.Instead != nil})
+		if p.cache != nil {
+			if sub := p.cache.subplan(n); sub != nil {
+				p.scopes = append(p.scopes, sub...)
+				p.scopes[idx].parent = parent
+				for j := idx + 1; j < len(p.scopes); j++ {
+					p.scopes[j].parent += idx
+				}
+				return
+			}
+		}
+		p.scopes = append(p.scopes, scopeInfo{s: n, parent: parent, priority: n.Priority, prioritized: n.Prioritized, instead: n.Instead != nil})
 		for _, c := range n.Children {
 			p.walk(c, idx)
 		}
-		p.scopes[idx].size = len(p.scopes) - idx - 1
+		size := len(p.scopes) - idx - 1
+		p.scopes[idx].size = size
+		if p.cache != nil && size >= subplanMin {
+			// Kept with parents counted from the scope, which has none.
+			sub := slices.Clone(p.scopes[idx:])
+			sub[0].parent = -1
+			for j := 1; j < len(sub); j++ {
+				sub[j].parent -= idx
+			}
+			p.cache.putSubplan(n, sub)
+		}
 	case *Block:
 		if n != nil {
 			p.walkAll(n.Children, parent)
@@ -996,14 +1100,17 @@ func (p *plan) ancestorDropped(idx, k int) bool {
 }
 
 // savings returns, for each cut k, how many tokens dropping the first k
-// scopes of the drop order should save, by adding up scope costs (and one
-// for each separator); a scope inside one already dropped saves nothing
-// more.
-func (p *plan) savings(cost []int) []int {
-	out := make([]int, len(p.order)+1)
-	saved := make([]int, len(p.scopes))
+// scopes of the drop order should save, by adding up scope costs; a scope
+// inside one already dropped saves nothing more. Each scope also takes
+// with it its share of what its parent adds around its children (a list
+// marker, an indent, a separator): the parent's count less its children's,
+// spread evenly over them, at least one token (the separator) and at most
+// maxShare.
+func (p *plan) savings(cost []int, share func(idx int) float64) []float64 {
+	out := make([]float64, len(p.order)+1)
+	saved := make([]float64, len(p.scopes))
 	removed := make([]bool, len(p.scopes))
-	total := 0
+	total := 0.0
 	for k, idx := range p.order {
 		covered := false
 		for a := p.scopes[idx].parent; a >= 0; a = p.scopes[a].parent {
@@ -1013,7 +1120,7 @@ func (p *plan) savings(cost []int) []int {
 			}
 		}
 		if !covered {
-			gain := cost[idx] - saved[idx] + 1 // +1 for its separator
+			gain := float64(cost[idx]) - saved[idx] + share(idx)
 			removed[idx] = true
 			total += gain
 			for a := p.scopes[idx].parent; a >= 0; a = p.scopes[a].parent {
@@ -1025,32 +1132,26 @@ func (p *plan) savings(cost []int) []int {
 	return out
 }
 
-// estimate returns the smallest cut whose text, by adding up scope costs,
-// should fit the budget.
-func (p *plan) estimate(cost []int, total, budget int) int {
-	saved := make([]int, len(p.scopes))
-	removed := make([]bool, len(p.scopes))
-	est := total
-	for k, idx := range p.order {
-		if est <= budget {
-			return k
-		}
-		covered := false
-		for a := p.scopes[idx].parent; a >= 0; a = p.scopes[a].parent {
-			if removed[a] {
-				covered = true
-				break
-			}
-		}
-		if covered {
-			continue
-		}
-		gain := cost[idx] - saved[idx] + 1 // +1 for its separator
-		removed[idx] = true
-		est -= gain
-		for a := p.scopes[idx].parent; a >= 0; a = p.scopes[a].parent {
-			saved[a] += gain
+// shares returns, for each scope, its share of what its parent adds
+// around its children (see savings).
+func (p *plan) shares(cost []int) func(idx int) float64 {
+	inner := make([]int, len(p.scopes)) // children's costs, by parent
+	kids := make([]int, len(p.scopes))
+	for i, si := range p.scopes {
+		if si.parent >= 0 {
+			inner[si.parent] += cost[i]
+			kids[si.parent]++
 		}
 	}
-	return len(p.order)
+	return func(idx int) float64 {
+		parent := p.scopes[idx].parent
+		if parent < 0 {
+			return 1
+		}
+		return min(max(float64(cost[parent]-inner[parent])/float64(kids[parent]), 1), maxShare)
+	}
 }
+
+// maxShare bounds a scope's share of what its parent adds (see savings),
+// for a parent with much text of its own beside few children.
+const maxShare = 8

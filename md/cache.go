@@ -32,12 +32,19 @@ type Cache struct {
 	// recsHint is how many records the last render without a plan made,
 	// to size the next one's.
 	recsHint atomic.Int64
+	// textHint is the length of the last text rendered with nothing
+	// dropped, to size the next one's buffer.
+	textHint atomic.Int64
+	// scopesHint is how many scopes the last budget's walk found.
+	scopesHint atomic.Int64
 }
 
 type slot struct {
 	gen  uint64
 	keys []cacheKey
 	vals []*cached
+	// plan is what a budget's walk found in the scope (see newPlan).
+	plan []scopeInfo
 }
 
 func (s *slot) find(k cacheKey) *cached {
@@ -126,4 +133,29 @@ func (c *Cache) sweep() {
 			}
 		}
 	}
+}
+
+// subplan returns the walk of s kept by an earlier budgeted render, or nil.
+func (c *Cache) subplan(s *Scope) []scopeInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sl := c.m[s]
+	if sl == nil || sl.gen+1 < c.gen || sl.plan == nil {
+		return nil
+	}
+	c.touch(sl)
+	return sl.plan
+}
+
+// putSubplan keeps the walk of s.
+func (c *Cache) putSubplan(s *Scope, plan []scopeInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sl := c.m[s]
+	if sl == nil || sl.gen+1 < c.gen {
+		sl = &slot{}
+		c.m[s] = sl
+	}
+	c.touch(sl)
+	sl.plan = plan
 }

@@ -24,10 +24,17 @@ type Additive interface {
 // the part between is taken from its count, and only the parts outside are
 // counted, together with the text between scopes. Without an Additive
 // counter, or with no such cut, text is counted whole.
-func countText(c Counter, text string, base int, recs []rec, depth int) int {
+//
+// When view is set, text is a view of a buffer that will be reused, and the
+// counter, which may keep what it is given, is given copies.
+func countText(c Counter, text string, base int, recs []rec, depth int, view bool) int {
+	count := c.Count
+	if view {
+		count = func(s string) int { return c.Count(strings.Clone(s)) }
+	}
 	add, ok := c.(Additive)
 	if !ok || text == "" {
-		return c.Count(text)
+		return count(text)
 	}
 	total, pos := 0, 0
 	for i := range recs {
@@ -45,13 +52,13 @@ func countText(c Counter, text string, base int, recs []rec, depth int) int {
 		}
 		last := lastCut(add, t)
 		inner := rc.tokens - c.Count(t[:first]) - c.Count(t[last:])
-		total += c.Count(text[pos:s+first]) + inner
+		total += count(text[pos:s+first]) + inner
 		pos = s + last
 	}
 	if pos == 0 {
-		return c.Count(text)
+		return count(text)
 	}
-	return total + c.Count(text[pos:])
+	return total + count(text[pos:])
 }
 
 // firstCut is the first position in t where counts add, or -1.

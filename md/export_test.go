@@ -3,7 +3,7 @@ package md
 // RenderDropping renders n with exactly the named scopes dropped, for tests
 // that check a budgeted render against the renders it chose between.
 func RenderDropping(n Node, c Counter, drop map[string]bool) string {
-	p := newPlan(n)
+	p := newPlan(n, nil)
 	for i, si := range p.scopes {
 		p.drop[i] = drop[si.s.Name]
 	}

@@ -187,3 +187,44 @@ func TestCacheGivesTheSameBudgetedRender(t *testing.T) {
 		md.NewRenderer(md.WithCounter(c), md.WithCache(cache)).Render(tree)
 	}
 }
+
+// Budgeted renders through a cache give the same text and report as without
+// one when large scopes (whose walks the cache keeps) are shared between
+// trees and placed at different depths and positions.
+func TestCacheGivesTheSameBudgetedRenderWithLargeScopes(t *testing.T) {
+	c := words{}
+	cache := md.NewCache()
+	big := func(rng *rand.Rand, name string) *md.Scope {
+		var items []md.Node
+		for i := range 64 + rng.IntN(60) {
+			w := fmt.Sprintf("%s%d", name, i)
+			items = append(items, md.Named(w, md.Item(md.Text(w+strings.Repeat(" y", rng.IntN(6))))).Prio(rng.IntN(20)))
+		}
+		return md.Named(name, md.Sec(2, "Big "+name, md.Named("", md.UL(items...)).OnDrop(func(k int) md.Node {
+			return md.Textf("(%d more)", k)
+		})))
+	}
+	for seed := range uint64(60) {
+		rng := rand.New(rand.NewPCG(seed, 17))
+		a, b := big(rng, "a"), big(rng, "b")
+		for round := range 4 {
+			parts := []md.Node{randomTree(rng), a}
+			if round%2 == 1 {
+				parts = []md.Node{md.Named("wrap", b, randomTree(rng)).Prio(rng.IntN(20)), a}
+			} else {
+				parts = append(parts, b)
+			}
+			tree := md.Doc(parts...)
+			full := c.Count(md.String(tree))
+			budget := 1 + rng.IntN(full+3)
+			want, err1 := md.NewRenderer(md.WithCounter(c), md.WithBudget(budget)).Render(tree)
+			got, err2 := md.NewRenderer(md.WithCounter(c), md.WithBudget(budget), md.WithCache(cache)).Render(tree)
+			if (err1 == nil) != (err2 == nil) || got.Text != want.Text {
+				t.Fatalf("seed %d round %d: text differs\n%q\n%q", seed, round, got.Text, want.Text)
+			}
+			if !reflect.DeepEqual(got.Report, want.Report) {
+				t.Fatalf("seed %d round %d: report differs\n%+v\n%+v", seed, round, got.Report, want.Report)
+			}
+		}
+	}
+}

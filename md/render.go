@@ -657,7 +657,7 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		rc.cut = cut
 		rc.emptied = len(buf) == start && r.dropped > droppedBefore
 		if r.count && r.counter != nil {
-			rc.tokens = countText(r.counter, rc.text, start, r.recs[slot+1:], r.depth+1)
+			rc.tokens = countText(r.counter, rc.text, start, r.recs[slot+1:], r.depth+1, false)
 		}
 	}
 	if s.Prioritized && len(buf) > start && r.offPlan == 0 {
