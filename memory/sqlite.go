@@ -458,7 +458,18 @@ func (s *SQLite) List(ctx context.Context, q Query) ([]Memory, error) {
 		where = append(where, `chat <> ?`)
 		args = append(args, q.ExcludeChat)
 	}
-	query := `SELECT id, category, content, user, chat, created_s, created_ns, superseded_by, forgotten FROM memories`
+	// Only the columns the WHERE clause leaves open are read: a render
+	// lists thousands of rows, and each column read costs a call into
+	// SQLite and a conversion. The others hold what the clause says.
+	cols := `id, category, content, chat, created_s, created_ns`
+	withUser := q.AllUsers || q.User != "" // else every row's user is ''
+	if withUser {
+		cols += `, user`
+	}
+	if q.All { // else every row is active: superseded_by '' and forgotten 0
+		cols += `, superseded_by, forgotten`
+	}
+	query := `SELECT ` + cols + ` FROM memories`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
@@ -471,10 +482,18 @@ func (s *SQLite) List(ctx context.Context, q Query) ([]Memory, error) {
 			return err
 		}
 		defer rows.Close()
+		var m Memory
+		var sec, nsec int64
+		dest := []any{&m.ID, &m.Category, &m.Content, &m.Chat, &sec, &nsec}
+		if withUser {
+			dest = append(dest, &m.User)
+		}
+		if q.All {
+			dest = append(dest, &m.SupersededBy, &m.Forgotten)
+		}
 		for rows.Next() {
-			var m Memory
-			var sec, nsec int64
-			if err := rows.Scan(&m.ID, &m.Category, &m.Content, &m.User, &m.Chat, &sec, &nsec, &m.SupersededBy, &m.Forgotten); err != nil {
+			m = Memory{}
+			if err := rows.Scan(dest...); err != nil {
 				return err
 			}
 			m.CreatedAt = time.Unix(sec, nsec).UTC()

@@ -369,3 +369,40 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// List reads only the columns its WHERE clause leaves open; every Memory it
+// returns must still be whole: for each kind of query, the answer is the
+// full listing (every column read) filtered by the query's rules.
+func TestListFillsEveryField(t *testing.T) {
+	s, _ := openTest(t)
+	add(t, s, NewMemory{Category: "global_rule", Content: "respond in French.", Chat: "c1"})
+	old := add(t, s, NewMemory{Category: "personal_fact", Content: "The user is Al.", User: "alex", Chat: "c2"})
+	add(t, s, NewMemory{Category: "personal_fact", Content: "The user is Alex.", User: "alex", Supersedes: old.ID})
+	gone := add(t, s, NewMemory{Category: "personal_fact", Content: "Bob likes coffee!", User: "bob", Chat: "c2"})
+	if err := s.Forget(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	full, err := s.List(ctx, Query{AllUsers: true, All: true})
+	if err != nil || len(full) != 4 {
+		t.Fatalf("full listing: %d memories, %v", len(full), err)
+	}
+	for _, q := range []Query{
+		{}, {User: "alex"}, {User: "bob"}, {AllUsers: true}, {All: true}, {User: "alex", All: true},
+		{AllUsers: true, All: true}, {User: "alex", ExcludeChat: "c1"}, {AllUsers: true, All: true, ExcludeChat: "c2"},
+	} {
+		var want []Memory
+		for _, m := range full {
+			active := m.SupersededBy == "" && !m.Forgotten
+			if (q.All || active) && (q.AllUsers || m.User == "" || m.User == q.User) && (q.ExcludeChat == "" || m.Chat != q.ExcludeChat) {
+				want = append(want, m)
+			}
+		}
+		got, err := s.List(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("List(%+v):\n got %v\nwant %v", q, got, want)
+		}
+	}
+}

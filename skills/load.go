@@ -221,7 +221,7 @@ func (l *Loader) Load() *Set {
 		chk.goos = runtime.GOOS
 	}
 
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(l.cache))
 	l.reusedAny = false
 	var all []*Skill
 	same := l.last != nil
@@ -425,6 +425,12 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		if !j.reused {
 			todo = append(todo, i)
 		}
+	}
+	if len(l.cache) == 0 && len(todo) > 8 {
+		// A first load: the parse cache is sized once, not grown.
+		l.cacheMu.Lock()
+		l.cache = make(map[string]cacheEntry, len(todo))
+		l.cacheMu.Unlock()
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(todo)/8+1)
 	if len(todo) > 1 {

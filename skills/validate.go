@@ -1,8 +1,6 @@
 package skills
 
 import (
-	"regexp"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/loomctx/loom/workspace"
@@ -15,9 +13,24 @@ const (
 	MaxCompatibilityLen = 500
 )
 
-// namePattern is the spec's name rule: lowercase letters, digits and single
-// hyphens between them.
-var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`) })
+// specName reports whether name keeps the spec's name rule, the regular
+// expression ^[a-z0-9]+(-[a-z0-9]+)*$: lowercase letters and digits, with
+// single hyphens between them. It is checked by hand, once per skill of a
+// cold load; TestSpecNameIsTheSpecPattern holds it to the expression.
+func specName(name string) bool {
+	if name == "" || name[0] == '-' || name[len(name)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && name[i-1] != '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // validate checks fm against the Agent Skills rules. want is the name the
 // skill's folder (or flat file) gives it. Every problem is a warning: the
@@ -35,7 +48,7 @@ func validate(path, want string, fm *Frontmatter, diags *workspace.Diagnostics) 
 		if n > MaxNameLen {
 			diags.Add(workspace.Warning, path, line, "skill.name", "name is %d characters; the limit is %d", n, MaxNameLen)
 		}
-		if !namePattern().MatchString(name) {
+		if !specName(name) {
 			diags.Add(workspace.Warning, path, line, "skill.name", "name %q should be lowercase a-z, 0-9 and single hyphens, not starting or ending with one", name)
 		}
 		if name != want {
