@@ -19,7 +19,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"html/template"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -31,6 +30,7 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/internal/template"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/server"
@@ -47,7 +47,7 @@ var assetFS embed.FS
 // every loom command links this package, and `loom --version` should not
 // pay for parsing a page it never serves.
 var pageTemplates = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("").Funcs(template.FuncMap{
+	return template.Must(template.NewHTML("").Funcs(template.FuncMap{
 		"markdown": markdownHTML,
 		"pct":      func(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) },
 		"prio": func(p *int) string {

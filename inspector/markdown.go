@@ -1,8 +1,9 @@
 package inspector
 
 import (
-	"html/template"
 	"strings"
+
+	"github.com/loomctx/loom/internal/template"
 )
 
 // markdownHTML is a small Markdown preview: headings, fenced code, bullet

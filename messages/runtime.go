@@ -4,8 +4,9 @@ import (
 	_ "embed"
 	"strings"
 	"sync"
-	"text/template"
 	"time"
+
+	"github.com/loomctx/loom/internal/template"
 )
 
 // runtimeText is the runtime context block. Its first and last lines are the

@@ -4,8 +4,8 @@ import (
 	"embed"
 	"strings"
 	"sync"
-	"text/template"
 
+	"github.com/loomctx/loom/internal/template"
 	"github.com/loomctx/loom/md"
 )
 

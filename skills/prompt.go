@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"text/template"
 
+	"github.com/loomctx/loom/internal/template"
 	"github.com/loomctx/loom/md"
 )
 

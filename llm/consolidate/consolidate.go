@@ -19,9 +19,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/template"
 	"time"
 
+	"github.com/loomctx/loom/internal/template"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/messages"
 )

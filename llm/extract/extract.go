@@ -15,9 +15,9 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"text/template"
 	"unicode/utf8"
 
+	"github.com/loomctx/loom/internal/template"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/messages"
