@@ -174,6 +174,11 @@ func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 			defer b.refreshing.Store(false)
 		}
 	}
+	if !b.ws.Watching() {
+		// Every file is validated by its stat: relative to one held
+		// descriptor of the root, each is a short walk.
+		defer b.ws.Hold()()
+	}
 	st, err := b.gather(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -151,6 +151,7 @@ type Loader struct {
 	rootMemo map[string]*rootMemo
 	// last is the last Set, made from lastRoots roots with lastDiags.
 	last      *Set
+	lastAll   []*Skill // the skills last made into a Set, in load order
 	lastRoots int
 	lastDiags workspace.Diagnostics
 	reusedAny bool // this load took something from rootMemo
@@ -247,9 +248,14 @@ func (l *Loader) Load() *Set {
 			}
 		}
 	}
-	if same && len(roots) == l.lastRoots && slices.Equal(diags, l.lastDiags) {
+	// The same skills (each file unchanged hands out the skill made from it
+	// before) in the same order, with the same diagnostics, make the same
+	// Set: a load that validated every file by its stat, without a watch,
+	// finds that as a watched one does.
+	if l.last != nil && (same || slices.Equal(all, l.lastAll)) && len(roots) == l.lastRoots && slices.Equal(diags, l.lastDiags) {
 		return l.last // nothing changed: the very same Set
 	}
+	l.lastAll = slices.Clone(all)
 	l.last, l.lastRoots, l.lastDiags = l.newSet(all, diags), len(roots), diags
 	return l.last
 }

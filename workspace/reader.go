@@ -252,17 +252,33 @@ func (w *Workspace) lookUp(rel string) (ok, dir bool) {
 func (w *Workspace) ReadDir(rel string) ([]fs.DirEntry, error) {
 	rel = cleanRel(rel)
 	k := memoKey{opReadDir, rel}
-	if e, ok := w.cached(k); ok {
+	e, ok := w.cached(k)
+	if ok {
 		return slices.Clone(e.list), e.err
 	}
 	if w.fsys != nil {
 		list, err := fs.ReadDir(w.fsys, rel)
-		w.noteList(k, list, err, fixed)
+		w.noteList(k, list, err, fixed, FileID{}, time.Time{})
 		return list, err
 	}
 	deps := w.walk(rel, true)
+	// Without a watch, the last listing holds while the folder's stat
+	// does: adding, removing or renaming an entry changes the folder's
+	// modification time (a racy one is listed again, see racyWindow). The
+	// stat comes before the listing, so a change in between is seen next
+	// time.
+	var dir FileID
+	if deps == nil {
+		if id, ok := w.statID(rel); ok {
+			dir = id
+			if e != nil && e.err == nil && e.dir == dir && !racy(dir.ModTime, e.at) {
+				return slices.Clone(e.list), nil
+			}
+		}
+	}
+	at := time.Now()
 	list, err := w.readDir(rel)
-	w.noteList(k, list, err, deps)
+	w.noteList(k, list, err, deps, dir, at)
 	return list, err
 }
 
@@ -300,17 +316,17 @@ func (w *Workspace) Load(rel string) (*File, error) {
 		return w.loadFS(k, e)
 	}
 	deps := w.walk(rel, false)
-	if e != nil && e.file != nil {
-		abs := filepath.Join(w.root, filepath.FromSlash(rel))
-		if st, err := stat(abs); err == nil && idOf(st) == e.file.ID {
+	if e != nil && e.file != nil && !racy(e.file.ID.ModTime, e.at) {
+		if id, ok := w.statID(rel); ok && id == e.file.ID {
 			if deps != nil {
-				w.noteFile(k, e.file, nil, deps)
+				w.noteFile(k, e.file, nil, deps, e.at)
 			}
 			return e.file, nil
 		}
 	}
+	at := time.Now()
 	f, err := w.load(rel)
-	return w.noteFile(k, f, err, deps)
+	return w.noteFile(k, f, err, deps, at)
 }
 
 // Read is Load for callers that go on without the file: a missing file gives
@@ -463,7 +479,7 @@ func (w *Workspace) loadFS(k memoKey, e *entry) (*File, error) {
 		return e.file, e.err
 	}
 	f, err := w.readFS(k.rel)
-	return w.noteFile(k, f, err, fixed)
+	return w.noteFile(k, f, err, fixed, time.Time{})
 }
 
 func (w *Workspace) readFS(rel string) (*File, error) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -203,6 +204,27 @@ type entry struct {
 	err  error         // Load, ReadDir
 	yes  bool          // IsDir, Exists
 	deps *deps         // nil: check the disk before serving
+	// at is when the answer was read from the disk (zero: not known), and
+	// dir the identity of the folder a ReadDir listed, from a stat made
+	// before the listing (zero: not known); see racy.
+	at  time.Time
+	dir FileID
+}
+
+// racyWindow bounds how far a file's modification time may lag behind the
+// change that set it. A file system stamps changes from a clock that ticks
+// in steps (a jiffy, up to 10 ms, on Linux; two seconds on FAT), so a
+// change made in the same step as an earlier read leaves the same time,
+// and, when it keeps the size too, the same identity. An answer is
+// validated by its stat only once the time it holds is older than the read
+// by more than this; until then the file is read again and compared by its
+// content, as git treats a "racily clean" entry.
+const racyWindow = 2 * time.Second
+
+// racy reports whether an answer read at at, about something last
+// modified at mod, could hide a later change with the same stat.
+func racy(mod, at time.Time) bool {
+	return at.IsZero() || !mod.Before(at.Add(-racyWindow))
 }
 
 // cached returns the last answer for k and whether it may be served without
@@ -230,7 +252,7 @@ func (w *Workspace) cached(k memoKey) (*entry, bool) {
 
 // noteFile records the answer of a Load and returns it, keeping the earlier
 // *File when the file is unchanged.
-func (w *Workspace) noteFile(k memoKey, f *File, err error, d *deps) (*File, error) {
+func (w *Workspace) noteFile(k memoKey, f *File, err error, d *deps, at time.Time) (*File, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	prev := w.memo[k]
@@ -239,7 +261,10 @@ func (w *Workspace) noteFile(k memoKey, f *File, err error, d *deps) (*File, err
 	case prev == nil:
 		same = f == nil && errors.Is(err, fs.ErrNotExist)
 	case prev.file != nil && f != nil:
-		same = prev.file.ID == f.ID
+		// The same identity read again (a racy entry, see racyWindow, or
+		// an event that changed nothing) is the same file only with the
+		// same content.
+		same = prev.file.ID == f.ID && prev.file.Text == f.Text
 		if same {
 			f = prev.file
 		}
@@ -249,14 +274,16 @@ func (w *Workspace) noteFile(k memoKey, f *File, err error, d *deps) (*File, err
 	if !same {
 		w.gen.Add(1)
 	}
-	if !same || d != nil || prev == nil || prev.deps != nil {
-		w.memo[k] = &entry{file: f, err: err, deps: d}
+	if !same || d != nil || prev == nil || prev.deps != nil || !prev.at.Equal(at) {
+		w.memo[k] = &entry{file: f, err: err, deps: d, at: at}
 	}
 	return f, err
 }
 
 // noteList records the answer of a ReadDir.
-func (w *Workspace) noteList(k memoKey, list []fs.DirEntry, err error, d *deps) {
+// dir is the folder's identity from a stat made before listing it, and at
+// when; both zero when not known.
+func (w *Workspace) noteList(k memoKey, list []fs.DirEntry, err error, d *deps, dir FileID, at time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	prev := w.memo[k]
@@ -264,8 +291,8 @@ func (w *Workspace) noteList(k memoKey, list []fs.DirEntry, err error, d *deps) 
 	if !same {
 		w.gen.Add(1)
 	}
-	if !same || d != nil || prev.deps != nil {
-		w.memo[k] = &entry{list: slices.Clone(list), err: err, deps: d}
+	if !same || d != nil || prev.deps != nil || prev.dir != dir || !prev.at.Equal(at) {
+		w.memo[k] = &entry{list: slices.Clone(list), err: err, deps: d, dir: dir, at: at}
 	}
 }
 
