@@ -6,12 +6,18 @@
 #     any Go process here);
 #   - cat: `cat` of every file the workspace holds (what reading its bytes
 #     costs, with no parsing at all);
+#   - start: `loom --version`, loom's own start-up (runtime, package
+#     initialisation, page faults of its binary) with no work: the part of
+#     each loom figure that is not rendering;
 #   - loom: `loom render -w DIR --preset assistant`, a new process each run,
-#     so nothing is cached but what the OS caches.
+#     so nothing is cached but what the OS caches;
+#   - loom+mem: the same on a copy of the workspace with the generator's
+#     memories.jsonl imported into its memory.db (2,000 memories on large),
+#     which the render lists and selects from.
 # Each figure is the median of RUNS runs (default 15), taken in turns so that
 # a burst of load on the machine hits all three alike: wall time, and the
 # process's CPU time (user + system), which a loaded machine disturbs less.
-# The ratios are loom's against cat's and hello's.
+# The ratios are against cat's and hello's.
 set -euo pipefail
 runs=${1:-15}
 sizes=${2:-small medium large}
@@ -38,37 +44,51 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0 || b == "nan") print "-"; 
 # run NAME CMD...: one timed run, appending wall ms and CPU ms to NAME's files.
 run() {
   local name=$1; shift
-  PROCTIME_OUT="$tmp/out" "$tmp/tm-bin" "$@" 2>/dev/null >"$tmp/t"
+  PROCTIME_OUT="$tmp/out.$name" "$tmp/tm-bin" "$@" 2>/dev/null >"$tmp/t"
   awk '{print $1}' "$tmp/t" >>"$tmp/$name.wall"
   awk '{print $2}' "$tmp/t" >>"$tmp/$name.cpu"
 }
 
-printf '%-8s %-6s %10s %10s  %-22s %s\n' size what "wall ms" "cpu ms" "wall vs cat, hello" "cpu vs cat, hello"
+printf '%-8s %-8s %10s %10s  %-22s %s\n' size what "wall ms" "cpu ms" "wall vs cat, hello" "cpu vs cat, hello"
 for size in $sizes; do
   ws="$tmp/ws-$size"
   python3 "$gen" "$size" "$ws" >/dev/null 2>&1
   "$tmp/loom" render -w "$ws" >/dev/null 2>&1 || true # writes .loom/builtin once; warms the OS cache
   find "$ws" -type f -not -path '*/.loom/*' -not -name '*.db*' | sort >"$tmp/files"
+  wsm="$tmp/ws-$size-mem"
+  rm -rf "$wsm"
+  cp -r "$ws" "$wsm"
+  "$tmp/loom" memory import -w "$wsm" "$wsm/memories.jsonl" >/dev/null 2>&1
+  "$tmp/loom" render -w "$wsm" >/dev/null 2>&1 || true
   rm -f "$tmp"/*.wall "$tmp"/*.cpu
   for _ in $(seq "$runs"); do
     run hello "$tmp/hello-bin"
     # shellcheck disable=SC2046 # the generator names files without spaces
     run cat cat $(cat "$tmp/files")
+    run start "$tmp/loom" --version
     run loom "$tmp/loom" render -w "$ws" --preset assistant
+    run loom+mem "$tmp/loom" render -w "$wsm" --preset assistant
   done
-  bytes=$(wc -c <"$tmp/out")
-  for what in hello cat loom; do
+  for what in hello cat start loom loom+mem; do
     median <"$tmp/$what.wall" >"$tmp/$what.mw"
     median <"$tmp/$what.cpu" >"$tmp/$what.mc"
   done
-  for what in hello cat loom; do
+  for what in hello cat start loom loom+mem; do
     w=$(cat "$tmp/$what.mw"); c=$(cat "$tmp/$what.mc")
-    if [ "$what" = loom ]; then
-      printf '%-8s %-6s %10s %10s  %-22s %s   (%s bytes out, %s files)\n' "$size" "$what" "$w" "$c" \
+    case $what in
+    hello | cat)
+      printf '%-8s %-8s %10s %10s\n' "$size" "$what" "$w" "$c"
+      ;;
+    *)
+      extra=""
+      case $what in
+      loom) extra="   ($(wc -c <"$tmp/out.$what") bytes out, $(wc -l <"$tmp/files") files)" ;;
+      loom+mem) extra="   ($(wc -c <"$tmp/out.$what") bytes out)" ;;
+      esac
+      printf '%-8s %-8s %10s %10s  %-22s %s%s\n' "$size" "$what" "$w" "$c" \
         "$(ratio "$w" "$(cat "$tmp/cat.mw")"), $(ratio "$w" "$(cat "$tmp/hello.mw")")" \
-        "$(ratio "$c" "$(cat "$tmp/cat.mc")"), $(ratio "$c" "$(cat "$tmp/hello.mc")")" "$bytes" "$(wc -l <"$tmp/files")"
-    else
-      printf '%-8s %-6s %10s %10s\n' "$size" "$what" "$w" "$c"
-    fi
+        "$(ratio "$c" "$(cat "$tmp/cat.mc")"), $(ratio "$c" "$(cat "$tmp/hello.mc")")" "$extra"
+      ;;
+    esac
   done
 done
