@@ -1,7 +1,8 @@
 // Package filelock holds an advisory lock on a file across processes, so
 // that one read-modify-write of a session, of the memory files or of any
-// other shared file happens at a time. It wraps github.com/gofrs/flock
-// (flock(2) on Unix, LockFileEx on Windows): the lock belongs to an open
+// other shared file happens at a time. It takes flock(2) on Unix (with
+// plain system calls: open, flock, one pwrite of the note, close) and
+// github.com/gofrs/flock's LockFileEx elsewhere: the lock belongs to an open
 // file, so two locks on one path conflict in one process as well as in
 // two, and the kernel drops it when the holder dies.
 //
@@ -19,9 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
-
-	"github.com/gofrs/flock"
 )
 
 // DefaultWait is how long Acquire waits for a busy lock when the caller
@@ -33,8 +33,19 @@ const poll = 20 * time.Millisecond
 
 // Lock is one held lock. Release it exactly once.
 type Lock struct {
-	f    *flock.Flock
+	h    handle
 	path string
+}
+
+// handle is an open lock file: the kernel's lock is taken and dropped on
+// it (lock_unix.go, lock_other.go).
+type handle interface {
+	// try takes the lock without waiting: false when another holds it.
+	try() (bool, error)
+	// note writes the holder's note into the file, best effort.
+	note(string)
+	// release drops the lock and closes the file.
+	release() error
 }
 
 // BusyError says a lock could not be taken in time.
@@ -89,22 +100,36 @@ func acquire(ctx context.Context, path string, wait time.Duration, mkdir bool) (
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 	}
-	f := open(path)
-	start := time.Now()
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	ok, err := f.TryLockContext(wctx, poll)
-	if err == nil && ok {
-		return held(f, path), nil
-	}
-	f.Close()
-	if ctx.Err() != nil {
-		return nil, fmt.Errorf("%s: %w", path, ctx.Err())
-	}
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	h, err := open(path)
+	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	return nil, &BusyError{Path: path, Holder: holder(path), Waited: time.Since(start)}
+	start := time.Now()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		if ctx.Err() != nil {
+			h.release()
+			return nil, fmt.Errorf("%s: %w", path, ctx.Err())
+		}
+		ok, err := h.try()
+		if err != nil {
+			h.release()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if ok {
+			return held(h, path), nil
+		}
+		select {
+		case <-ctx.Done():
+			h.release()
+			return nil, fmt.Errorf("%s: %w", path, ctx.Err())
+		case <-deadline.C:
+			h.release()
+			return nil, &BusyError{Path: path, Holder: holder(path), Waited: time.Since(start)}
+		case <-time.After(poll):
+		}
+	}
 }
 
 // Try takes the lock at path if it is free, without waiting. A busy lock
@@ -113,33 +138,33 @@ func Try(path string) (*Lock, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	f := open(path)
-	ok, err := f.TryLock()
+	h, err := open(path)
 	if err != nil {
-		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	ok, err := h.try()
+	if err != nil {
+		h.release()
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	if !ok {
-		f.Close()
+		h.release()
 		return nil, &BusyError{Path: path, Holder: holder(path)}
 	}
-	return held(f, path), nil
-}
-
-func open(path string) *flock.Flock {
-	return flock.New(path, flock.SetPermissions(0o600), flock.SetFlag(os.O_CREATE|os.O_RDONLY|openFlags))
+	return held(h, path), nil
 }
 
 // held records this process as the holder. The note is best effort: the
 // lock itself is the kernel's, not the file's content.
-func held(f *flock.Flock, path string) *Lock {
-	note := fmt.Sprintf("pid %d (%s)\n", os.Getpid(), filepath.Base(os.Args[0]))
-	if w, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|openFlags, 0); err == nil {
-		w.WriteString(note)
-		w.Close()
-	}
-	return &Lock{f: f, path: path}
+func held(h handle, path string) *Lock {
+	h.note(ownNote())
+	return &Lock{h: h, path: path}
 }
+
+// ownNote is this process's holder note, one line.
+var ownNote = sync.OnceValue(func() string {
+	return fmt.Sprintf("pid %d (%s)\n", os.Getpid(), filepath.Base(os.Args[0]))
+})
 
 // holder reads the holder's note, bounded and on one line.
 func holder(path string) string {
@@ -168,12 +193,11 @@ func (l *Lock) Path() string { return l.path }
 // Release drops the lock. The lock file stays: removing it would let a
 // waiter lock a file that a third process then recreates.
 func (l *Lock) Release() error {
-	if l == nil || l.f == nil {
+	if l == nil || l.h == nil {
 		return nil
 	}
-	err := l.f.Unlock()
-	l.f.Close()
-	l.f = nil
+	err := l.h.release()
+	l.h = nil
 	return err
 }
 
