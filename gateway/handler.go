@@ -215,7 +215,9 @@ func decode(r *http.Request, body []byte) (*request, error) {
 		// One decode as a message; the slower look at role and content
 		// only when that fails, for an error naming the field.
 		var m messages.Message
-		if err := json.Unmarshal(raw, &m); err == nil {
+		// raw was checked as JSON with the whole body, so the message's
+		// own decoder is called straight away.
+		if err := m.UnmarshalJSON(raw); err == nil {
 			switch m.Role {
 			case messages.RoleSystem, messages.RoleDeveloper:
 				q.clientSys = append(q.clientSys, contentText(m.Content))

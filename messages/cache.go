@@ -2,10 +2,12 @@ package messages
 
 import (
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/loomctx/loom/internal/jsonout"
 )
@@ -54,22 +56,16 @@ type SectionHash struct {
 }
 
 func (r *Report) fillPrefix(system string, sections []Section, stable []Message, opts Options) error {
-	sorted := slices.Clone(sections)
-	slices.SortStableFunc(sorted, func(a, b Section) int { return a.Start - b.Start })
-	r.Sections = make([]SectionHash, 0, len(sorted))
-	for _, s := range sorted {
-		if s.Start < 0 || s.End < s.Start || s.End > len(system) {
-			return fmt.Errorf("system section %q: range [%d,%d) is outside the %d-byte prompt", s.Name, s.Start, s.End, len(system))
-		}
-		r.Sections = append(r.Sections, SectionHash{Name: s.Name, Start: s.Start, End: s.End, SHA256: hashString(system[s.Start:s.End])})
-	}
-
-	h := sha256.New()
-	line, err := appendChat(nil, Message{Role: RoleSystem, Content: TextContent(system)})
+	sp, err := systemPartOf(system, sections)
 	if err != nil {
 		return err
 	}
-	h.Write(append(line, '\n'))
+	r.Sections = slices.Clone(sp.hashes)
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(sp.state); err != nil {
+		return err
+	}
+	var line []byte
 	r.History = make([]string, len(stable))
 	for i, m := range stable {
 		line, err = appendChat(line[:0], m)
@@ -82,7 +78,7 @@ func (r *Report) fillPrefix(system string, sections []Section, stable []Message,
 	}
 	r.Prefix = Prefix{
 		SHA256:       hex.EncodeToString(h.Sum(nil)),
-		SystemSHA256: hashString(system),
+		SystemSHA256: sp.sha,
 		Messages:     len(stable),
 	}
 	r.Warnings = []string{}
@@ -118,6 +114,92 @@ func countMessage(c Counter, m Message) int {
 		n += c.Count(tc.Function.Name) + c.Count(tc.Function.Arguments)
 	}
 	return n + c.Count(m.Reasoning)
+}
+
+// systemPart is what a report takes from the system prompt alone: the
+// section hashes, the prompt's hash, and the prefix hash's state after the
+// system message's line.
+type systemPart struct {
+	system   string
+	sections []Section
+	hashes   []SectionHash
+	sha      string
+	state    []byte
+	quoted   []byte // the prompt as a JSON string
+}
+
+// systemParts keeps the parts of the last long system prompts. A server
+// builds turn after turn on the same rendered prompt, some 100 KB on a
+// large workspace, while the rest of a turn is short: hashing the prompt
+// three ways and escaping it for JSON, every turn, were most of a build.
+// An entry is found by comparing the prompt (the same string, usually: by
+// pointer at once) and its sections.
+var systemParts struct {
+	sync.Mutex
+	ring [8]*systemPart
+	next int
+}
+
+// minKeptSystem is the shortest system prompt kept in systemParts.
+const minKeptSystem = 4 << 10
+
+func systemPartOf(system string, sections []Section) (*systemPart, error) {
+	keep := len(system) >= minKeptSystem
+	if keep {
+		systemParts.Lock()
+		for _, e := range systemParts.ring {
+			if e != nil && e.system == system && slices.Equal(e.sections, sections) {
+				systemParts.Unlock()
+				return e, nil
+			}
+		}
+		systemParts.Unlock()
+	}
+	sp := &systemPart{system: system, sections: slices.Clone(sections)}
+	sorted := slices.Clone(sections)
+	slices.SortStableFunc(sorted, func(a, b Section) int { return a.Start - b.Start })
+	sp.hashes = make([]SectionHash, 0, len(sorted))
+	for _, s := range sorted {
+		if s.Start < 0 || s.End < s.Start || s.End > len(system) {
+			return nil, fmt.Errorf("system section %q: range [%d,%d) is outside the %d-byte prompt", s.Name, s.Start, s.End, len(system))
+		}
+		sp.hashes = append(sp.hashes, SectionHash{Name: s.Name, Start: s.Start, End: s.End, SHA256: hashString(system[s.Start:s.End])})
+	}
+	line, err := appendChat(nil, Message{Role: RoleSystem, Content: TextContent(system)})
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	h.Write(append(line, '\n'))
+	if sp.state, err = h.(encoding.BinaryMarshaler).MarshalBinary(); err != nil {
+		return nil, err
+	}
+	sp.sha = hashString(system)
+	if keep {
+		// appendChat wrote {"role":"system","content":QUOTED}
+		sp.quoted = line[len(`{"role":"system","content":`) : len(line)-1]
+		systemParts.Lock()
+		systemParts.ring[systemParts.next] = sp
+		systemParts.next = (systemParts.next + 1) % len(systemParts.ring)
+		systemParts.Unlock()
+	}
+	return sp, nil
+}
+
+// appendLongString is appendString, taking a long text that is a kept
+// system prompt's JSON form from systemParts.
+func appendLongString(dst []byte, s string) []byte {
+	if len(s) >= minKeptSystem {
+		systemParts.Lock()
+		for _, e := range systemParts.ring {
+			if e != nil && e.quoted != nil && e.system == s {
+				systemParts.Unlock()
+				return append(dst, e.quoted...)
+			}
+		}
+		systemParts.Unlock()
+	}
+	return appendString(dst, s)
 }
 
 func hashString(s string) string {

@@ -73,22 +73,8 @@ func appendChat(dst []byte, m Message) ([]byte, error) {
 		dst = appendString(dst, m.Content.Text)
 	}
 	if len(m.ToolCalls) > 0 {
-		dst = append(dst, `,"tool_calls":[`...)
-		for i, tc := range m.ToolCalls {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"id":`...)
-			dst = appendString(dst, tc.ID)
-			dst = append(dst, `,"type":`...)
-			dst = appendString(dst, tc.Type)
-			dst = append(dst, `,"function":{"name":`...)
-			dst = appendString(dst, tc.Function.Name)
-			dst = append(dst, `,"arguments":`...)
-			dst = appendString(dst, tc.Function.Arguments)
-			dst = append(dst, "}}"...)
-		}
-		dst = append(dst, ']')
+		dst = append(dst, `,"tool_calls":`...)
+		dst = appendToolCalls(dst, m.ToolCalls)
 	}
 	for _, f := range [...]struct{ key, val string }{
 		{`,"tool_call_id":`, m.ToolCallID},
@@ -101,6 +87,26 @@ func appendChat(dst []byte, m Message) ([]byte, error) {
 		}
 	}
 	return append(dst, '}'), nil
+}
+
+// appendToolCalls writes tool calls as encoding/json writes []ToolCall.
+func appendToolCalls(dst []byte, calls []ToolCall) []byte {
+	dst = append(dst, '[')
+	for i, tc := range calls {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":`...)
+		dst = appendString(dst, tc.ID)
+		dst = append(dst, `,"type":`...)
+		dst = appendString(dst, tc.Type)
+		dst = append(dst, `,"function":{"name":`...)
+		dst = appendString(dst, tc.Function.Name)
+		dst = append(dst, `,"arguments":`...)
+		dst = appendString(dst, tc.Function.Arguments)
+		dst = append(dst, "}}"...)
+	}
+	return append(dst, ']')
 }
 
 const hexDigits = "0123456789abcdef"

@@ -185,6 +185,16 @@ func (m Message) MarshalJSON() ([]byte, error) {
 // that is not a time is kept there too, unchanged. It does not check the
 // role; the history parser does.
 func (m *Message) UnmarshalJSON(data []byte) error {
+	if fast, ok := decodeFast(data); ok {
+		*m = fast
+		return nil
+	}
+	return m.unmarshalFull(data)
+}
+
+// unmarshalFull is UnmarshalJSON for every shape: encoding/json reads the
+// object into raw fields first.
+func (m *Message) unmarshalFull(data []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
 		return err
@@ -226,12 +236,18 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("%s: %w", key, err)
 		}
 	}
-	for i, tc := range m.ToolCalls {
+	return checkToolCalls(m.ToolCalls)
+}
+
+// checkToolCalls refuses a tool call without id or function name and
+// gives one without a type the type "function".
+func checkToolCalls(calls []ToolCall) error {
+	for i, tc := range calls {
 		if tc.ID == "" || tc.Function.Name == "" {
 			return fmt.Errorf("tool call %d: id and function name are required", i)
 		}
 		if tc.Type == "" {
-			m.ToolCalls[i].Type = "function"
+			calls[i].Type = "function"
 		}
 	}
 	return nil

@@ -55,12 +55,55 @@ func (c OpenAIContent) MarshalJSON() ([]byte, error) {
 // MarshalJSON writes the message with its Extra keys, which never replace
 // a key loom wrote.
 func (m OpenAIMessage) MarshalJSON() ([]byte, error) {
-	type plain OpenAIMessage
-	data, err := marshal(plain(m))
-	if err != nil || len(m.Extra) == 0 {
-		return data, err
+	return m.AppendJSON(nil)
+}
+
+// openAIKeys are the keys an OpenAIMessage writes itself.
+var openAIKeys = map[string]bool{"role": true, "content": true, "tool_calls": true, "tool_call_id": true, "name": true}
+
+// AppendJSON appends the message's JSON form to dst: what MarshalJSON
+// returns, written directly, byte for byte what encoding/json wrote for
+// the struct (TestOpenAIAppendJSONAgrees), without encoding/json's
+// reflection and its second pass over the content (a long system prompt
+// made that most of a message list's encoding).
+func (m OpenAIMessage) AppendJSON(dst []byte) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, `{"role":`...)
+	dst = appendString(dst, string(m.Role))
+	dst = append(dst, `,"content":`...)
+	switch {
+	case m.Content.Parts != nil:
+		parts, err := marshal(m.Content.Parts)
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, parts...)
+	case m.Content.Null:
+		dst = append(dst, "null"...)
+	default:
+		dst = appendLongString(dst, m.Content.Text)
 	}
-	return appendExtra(data, m.Extra, map[string]bool{"role": true, "content": true, "tool_calls": true, "tool_call_id": true, "name": true})
+	if len(m.ToolCalls) > 0 {
+		dst = append(dst, `,"tool_calls":`...)
+		dst = appendToolCalls(dst, m.ToolCalls)
+	}
+	if m.ToolCallID != "" {
+		dst = append(dst, `,"tool_call_id":`...)
+		dst = appendString(dst, m.ToolCallID)
+	}
+	if m.Name != "" {
+		dst = append(dst, `,"name":`...)
+		dst = appendString(dst, m.Name)
+	}
+	dst = append(dst, '}')
+	if len(m.Extra) == 0 {
+		return dst, nil
+	}
+	obj, err := appendExtra(dst[start:], m.Extra, openAIKeys)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst[:start], obj...), nil
 }
 
 // OpenAIOptions tune the OpenAI form.

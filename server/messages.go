@@ -230,34 +230,41 @@ func (s *Server) buildMessages(r *http.Request, ws *Workspace) (any, error) {
 
 // encodeOpenAI writes the response by hand: each message's own encoding
 // joined as it is, without encoding/json compacting every message's output
-// again (a long system prompt made that most of the route's cost).
-func encodeOpenAI(wire []messages.OpenAIMessage, out *MessagesResponse) (rawJSON, error) {
-	var buf bytes.Buffer
+// again (a long system prompt made that most of the route's cost), into a
+// buffer reused from one response to the next.
+func encodeOpenAI(wire []messages.OpenAIMessage, out *MessagesResponse) (pooledJSON, error) {
+	buf := jsonBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	fail := func(err error) (pooledJSON, error) {
+		jsonBufs.Put(buf)
+		return pooledJSON{}, err
+	}
 	buf.WriteString(`{"format":"openai","messages":[`)
+	b := buf.AvailableBuffer()
 	for i, m := range wire {
 		if i > 0 {
-			buf.WriteByte(',')
+			b = append(b, ',')
 		}
-		b, err := m.MarshalJSON()
-		if err != nil {
-			return nil, err
+		var err error
+		if b, err = m.AppendJSON(b); err != nil {
+			return fail(err)
 		}
-		buf.Write(b)
 	}
-	report, err := marshal(out.Report)
-	if err != nil {
-		return nil, err
-	}
-	render, err := marshal(out.Render)
-	if err != nil {
-		return nil, err
-	}
+	buf.Write(b)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
 	buf.WriteString(`],"report":`)
-	buf.Write(bytes.TrimSuffix(report, []byte("\n")))
+	if err := enc.Encode(out.Report); err != nil {
+		return fail(err)
+	}
+	buf.Truncate(buf.Len() - 1) // the Encoder's newline
 	buf.WriteString(`,"render":`)
-	buf.Write(bytes.TrimSuffix(render, []byte("\n")))
+	if err := enc.Encode(out.Render); err != nil {
+		return fail(err)
+	}
+	buf.Truncate(buf.Len() - 1)
 	buf.WriteString("}\n")
-	return rawJSON(buf.Bytes()), nil
+	return pooledJSON{buf}, nil
 }
 
 // DecodeHistory decodes messages one by one, so an error names the
@@ -265,7 +272,9 @@ func encodeOpenAI(wire []messages.OpenAIMessage, out *MessagesResponse) (rawJSON
 func DecodeHistory(raw []json.RawMessage, field string) ([]messages.Message, error) {
 	out := make([]messages.Message, len(raw))
 	for i, m := range raw {
-		if err := json.Unmarshal(m, &out[i]); err != nil {
+		// The message's own decoder checks its input as encoding/json
+		// would, without encoding/json checking it once more first.
+		if err := out[i].UnmarshalJSON(m); err != nil {
 			return nil, FieldErrorf(fmt.Sprintf("%s[%d]", field, i), "%v", err)
 		}
 	}

@@ -1,0 +1,267 @@
+package messages
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// decodeFast reads a message in its common shape without encoding/json's
+// reflection and its map of raw fields: an object whose keys are plain
+// (no escapes) and distinct, whose role, name, tool_call_id and
+// reasoning_content are strings or null, and whose other values are read
+// by the same calls the full decoder makes. ok is false for anything else,
+// errors included, and the caller decodes data in full; when ok is true, m
+// is what the full decoder gives (FuzzDecodeFastAgrees). A server reads every
+// history message of every request, and encoding/json cost more than
+// building the turn.
+func decodeFast(data []byte) (m Message, ok bool) {
+	p := &cursor{b: data}
+	p.ws()
+	if !p.eat('{') {
+		return Message{}, false
+	}
+	var seen uint8 // the known keys met, one bit each: a repeat goes the slow way
+	mark := func(bit uint8) bool {
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	}
+	p.ws()
+	if !p.eat('}') {
+		for {
+			p.ws()
+			key, plain := p.str()
+			p.ws()
+			if !plain || !p.eat(':') {
+				return Message{}, false
+			}
+			p.ws()
+			start := p.i
+			if !p.skip() {
+				return Message{}, false
+			}
+			raw := data[start:p.i]
+			switch string(key) {
+			case "role":
+				s, ok := stringValue(raw)
+				if !ok || !mark(1) {
+					return Message{}, false
+				}
+				m.Role = Role(s)
+			case "content":
+				if !mark(2) {
+					return Message{}, false
+				}
+				if s, ok := stringValue(raw); ok && raw[0] == '"' {
+					m.Content.Text = s
+				} else if err := m.Content.unmarshal(raw); err != nil {
+					return Message{}, false
+				}
+			case "tool_calls":
+				if !mark(4) || json.Unmarshal(raw, &m.ToolCalls) != nil {
+					return Message{}, false
+				}
+			case "tool_call_id", "name", "reasoning_content":
+				s, ok := stringValue(raw)
+				if !ok {
+					return Message{}, false
+				}
+				switch key[0] {
+				case 't':
+					ok, m.ToolCallID = mark(8), s
+				case 'n':
+					ok, m.Name = mark(16), s
+				default:
+					ok, m.Reasoning = mark(32), s
+				}
+				if !ok {
+					return Message{}, false
+				}
+			default:
+				if string(key) == "timestamp" {
+					if !mark(64) {
+						return Message{}, false
+					}
+					if t, ok := parseTimestamp(raw); ok {
+						m.Time = t
+						break
+					}
+				}
+				if _, dup := m.Extra[string(key)]; dup || !json.Valid(raw) {
+					return Message{}, false
+				}
+				if m.Extra == nil {
+					m.Extra = make(map[string]json.RawMessage)
+				}
+				m.Extra[string(key)] = append(json.RawMessage(nil), raw...)
+			}
+			p.ws()
+			if p.eat(',') {
+				continue
+			}
+			if p.eat('}') {
+				break
+			}
+			return Message{}, false
+		}
+	}
+	p.ws()
+	if p.i != len(data) {
+		return Message{}, false
+	}
+	if checkToolCalls(m.ToolCalls) != nil {
+		return Message{}, false
+	}
+	return m, true
+}
+
+// stringValue reads a JSON string or null (as ""). ok is false for any
+// other value, and for a string this fast reader leaves to encoding/json:
+// one with a \u escape, a control character or bytes that are not UTF-8.
+func stringValue(raw []byte) (string, bool) {
+	if string(raw) == "null" {
+		return "", true
+	}
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	esc := false
+	for _, c := range body {
+		if c < 0x20 {
+			return "", false
+		}
+		if c == '\\' {
+			esc = true
+		}
+	}
+	if !utf8.Valid(body) {
+		return "", false
+	}
+	if !esc {
+		return string(body), true
+	}
+	out := make([]byte, 0, len(body))
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		if i == len(body) {
+			return "", false
+		}
+		switch body[i] {
+		case '"', '\\', '/':
+			out = append(out, body[i])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		default: // \u, or not an escape at all
+			return "", false
+		}
+	}
+	return string(out), true
+}
+
+// cursor is a position in JSON text, for decodeFast.
+type cursor struct {
+	b []byte
+	i int
+}
+
+func (p *cursor) ws() {
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
+		p.i++
+	}
+}
+
+func (p *cursor) eat(c byte) bool {
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// str reads a string with no escape at the cursor (a key): plain is false
+// for anything else.
+func (p *cursor) str() (s []byte, plain bool) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return nil, false
+	}
+	for j := p.i + 1; j < len(p.b); j++ {
+		switch c := p.b[j]; {
+		case c == '"':
+			s = p.b[p.i+1 : j]
+			p.i = j + 1
+			return s, utf8.Valid(s)
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// skip passes over one value, checking its brackets and strings only as
+// far as finding its end needs: what it passes is then read by a function
+// that checks it in full (stringValue, encoding/json).
+func (p *cursor) skip() bool {
+	if p.i >= len(p.b) {
+		return false
+	}
+	switch c := p.b[p.i]; c {
+	case '"':
+		for j := p.i + 1; j < len(p.b); j++ {
+			switch p.b[j] {
+			case '\\':
+				j++
+			case '"':
+				p.i = j + 1
+				return true
+			}
+		}
+		return false
+	case '{', '[':
+		depth := 0
+		for j := p.i; j < len(p.b); j++ {
+			switch p.b[j] {
+			case '"':
+				p.i = j
+				if !p.skip() {
+					return false
+				}
+				j = p.i - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					p.i = j + 1
+					return true
+				}
+			}
+		}
+		return false
+	default:
+		j := p.i
+		for j < len(p.b) && !(p.b[j] == ',' || p.b[j] == '}' || p.b[j] == ']' || p.b[j] == ' ' || p.b[j] == '\t' || p.b[j] == '\n' || p.b[j] == '\r') {
+			j++
+		}
+		if j == p.i {
+			return false
+		}
+		p.i = j
+		return true
+	}
+}
