@@ -208,7 +208,7 @@ func (st *state) skillsSummary() md.Node {
 		if st.preset == Analyst {
 			n = st.skills.Listing(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get})
 		} else {
-			n = st.skills.Summary(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get, XMLMemo: st.skillsXML})
+			n = st.skills.Summary(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get, XMLMemo: st.skillsXML, Entries: st.entries})
 		}
 		return adopt(n, "skills", func(s *md.Scope) {
 			if c := st.sectionCap("skills"); c > 0 {

@@ -17,7 +17,6 @@ import (
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt/dialects"
 	"github.com/loomctx/loom/skills"
-	"github.com/loomctx/loom/starter"
 	"github.com/loomctx/loom/tokens"
 	"github.com/loomctx/loom/workspace"
 )
@@ -46,6 +45,7 @@ type state struct {
 	nodes     *nodeCache
 	rendered  *md.Cache
 	skillsXML *md.XMLMemo
+	entries   *skills.EntryMemo
 	ws        *workspace.Workspace
 	cfg       *config.Config
 	opts      Options
@@ -75,7 +75,7 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 		return nil, err
 	}
 	opts = cleanOptions(opts)
-	st := &state{ws: ws, cfg: cfg, opts: opts, nodes: b.nodes, rendered: b.rendered, skillsXML: b.skillsXML}
+	st := &state{ws: ws, cfg: cfg, opts: opts, nodes: b.nodes, rendered: b.rendered, skillsXML: b.skillsXML, entries: b.skillsEntries}
 	st.preset = cfg.Preset
 	if opts.Preset != "" {
 		st.preset = opts.Preset
@@ -132,7 +132,8 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 	}
 	if !opts.Subagent && !st.disabled("memory") {
 		if f, ok := ws.Read("memory/MEMORY.md", &st.diags); ok && strings.TrimSpace(f.Text) != "" {
-			if origin, ok := starter.Template("memory/MEMORY.md", f.Text); ok {
+			var origin string
+			if st.fileTemplate("memory/MEMORY.md", f, &origin) {
 				st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still %s", origin)
 			} else {
 				st.memoryText = f

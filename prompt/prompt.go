@@ -118,6 +118,8 @@ type Builder struct {
 	// entries, so that a render after one skill changed renders that
 	// entry alone (see md.XMLMemo).
 	skillsXML *md.XMLMemo
+	// skillsEntries keeps the catalogue's entry nodes by position.
+	skillsEntries *skills.EntryMemo
 	// recent are the last results for different options (a server renders
 	// for many users and channels), newest last; see lastFor.
 	recent []*lastRender
@@ -128,7 +130,7 @@ type Builder struct {
 
 // New returns a builder for ws.
 func New(ws *workspace.Workspace) *Builder {
-	return &Builder{ws: ws, nodes: newNodeCache(), rendered: md.NewCache(), skillsXML: md.NewXMLMemo()}
+	return &Builder{ws: ws, nodes: newNodeCache(), rendered: md.NewCache(), skillsXML: md.NewXMLMemo(), skillsEntries: &skills.EntryMemo{}}
 }
 
 // Workspace returns the builder's workspace.

@@ -57,6 +57,19 @@ type PromptOptions struct {
 	// renders (see [md.XMLMemo]): a caller that renders the summary again
 	// after one skill changed gives the same memo each time.
 	XMLMemo *md.XMLMemo
+	// Entries, when set, keeps the summary's entry nodes by position
+	// between calls: an entry whose skill and priority are what they were
+	// is the node it was, found without a Reuse lookup.
+	Entries *EntryMemo
+}
+
+// EntryMemo keeps the entry nodes of the last summary made with it (see
+// PromptOptions.Entries). It is safe for concurrent use.
+type EntryMemo struct {
+	mu    sync.Mutex
+	prio  int
+	list  []*Skill
+	nodes []md.Node
 }
 
 // entryKey is everything one listing entry is built from. A *Skill in a
@@ -88,14 +101,16 @@ func level(opts PromptOptions, def int) int {
 // available (those are in Active Skills already), available first, then by
 // name.
 func (s *Set) listed() []*Skill {
-	var out []*Skill
-	for _, sk := range s.Usable() {
-		if sk.Always() && sk.Available {
-			continue
+	// Two passes in the Set's order (by name) give the stable partition:
+	// available ones, then the others.
+	out := make([]*Skill, 0, len(s.Skills))
+	for _, avail := range []bool{true, false} {
+		for _, sk := range s.Skills {
+			if sk.usable() && sk.Available == avail && !(sk.Always() && sk.Available) {
+				out = append(out, sk)
+			}
 		}
-		out = append(out, sk)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Available && !out[j].Available })
 	return out
 }
 
@@ -120,9 +135,27 @@ func (s *Set) Summary(opts PromptOptions) md.Node {
 		return nil
 	}
 	entries := make([]md.Node, len(list))
+	var last []*Skill
+	var lastNodes []md.Node
+	if m := opts.Entries; m != nil {
+		m.mu.Lock()
+		if m.prio == opts.Priority {
+			last, lastNodes = m.list, m.nodes
+		}
+		m.mu.Unlock()
+	}
 	for i, sk := range list {
+		if i < len(last) && last[i] == sk {
+			entries[i] = lastNodes[i]
+			continue
+		}
 		prio := opts.Priority - i
 		entries[i] = opts.entry("summary", sk, prio, 0, func() *md.Scope { return summaryEntry(sk, prio) })
+	}
+	if m := opts.Entries; m != nil {
+		m.mu.Lock()
+		m.prio, m.list, m.nodes = opts.Priority, list, entries
+		m.mu.Unlock()
 	}
 	catalogue := md.XML("skills", nil, entries...)
 	if opts.XMLMemo != nil {
