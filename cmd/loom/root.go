@@ -25,9 +25,57 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "0.1.0-dev"
 
-// newRootCmd assembles the command tree. Each verb lives in its own package
-// under cmd/loom; add it here with one line.
-func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
+// commands are the verbs, each in its own package under cmd/loom; add one
+// here with one line. keep them sorted.
+var commands = []struct {
+	name string
+	new  func(*cmdutil.IOStreams) *cobra.Command
+}{
+	{"chat", func(io *cmdutil.IOStreams) *cobra.Command { return cmdChat.NewCmdChat(io, nil) }},
+	{"history", func(io *cmdutil.IOStreams) *cobra.Command { return cmdHistory.NewCmdHistory(io, nil) }},
+	{"init", func(io *cmdutil.IOStreams) *cobra.Command { return cmdInit.NewCmdInit(io, nil) }},
+	{"inspect", func(io *cmdutil.IOStreams) *cobra.Command { return cmdInspect.NewCmdInspect(io, nil) }},
+	{"mcp", func(io *cmdutil.IOStreams) *cobra.Command { return cmdMCP.NewCmdMCP(io, nil) }},
+	{"memory", func(io *cmdutil.IOStreams) *cobra.Command { return cmdMemory.NewCmdMemory(io, nil) }},
+	{"messages", func(io *cmdutil.IOStreams) *cobra.Command { return cmdMessages.NewCmdMessages(io, nil) }},
+	{"render", func(io *cmdutil.IOStreams) *cobra.Command { return cmdRender.NewCmdRender(io, nil) }},
+	{"serve", func(io *cmdutil.IOStreams) *cobra.Command { return cmdServe.NewCmdServe(io, nil) }},
+	{"skills", func(io *cmdutil.IOStreams) *cobra.Command { return cmdSkills.NewCmdSkills(io, nil) }},
+	{"tokens", func(io *cmdutil.IOStreams) *cobra.Command { return cmdTokens.NewCmdTokens(io, nil) }},
+	{"watch", func(io *cmdutil.IOStreams) *cobra.Command { return cmdWatch.NewCmdWatch(io, nil) }},
+}
+
+// needed returns which commands a run with these arguments can reach: the
+// one its first word names; none when there is no word and no call for
+// help (loom --version); else all of them, which help, suggestions for a
+// mistyped command and shell completion list. Building a command makes its
+// flag set and its subcommands, work a run that does not use it should not
+// pay for.
+func needed(args []string) (name string, all bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return "", true
+		case a == "-h" || a == "--help":
+			return "", true
+		case a == "--memory-db":
+			i++ // its value
+		case strings.HasPrefix(a, "-"):
+		default:
+			for _, c := range commands {
+				if c.name == a {
+					return a, false
+				}
+			}
+			return "", true
+		}
+	}
+	return "", len(args) == 0
+}
+
+// newRootCmd assembles the command tree for a run with these arguments.
+func newRootCmd(io *cmdutil.IOStreams, args []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "loom",
 		Short:         "Assemble an agent's system prompt and message list from a workspace folder",
@@ -41,21 +89,12 @@ func newRootCmd(io *cmdutil.IOStreams) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return cmdutil.FlagErrorf("%s", err)
 	})
-	root.AddCommand(
-		// commands: keep one per line, sorted
-		cmdChat.NewCmdChat(io, nil),
-		cmdHistory.NewCmdHistory(io, nil),
-		cmdInit.NewCmdInit(io, nil),
-		cmdInspect.NewCmdInspect(io, nil),
-		cmdMCP.NewCmdMCP(io, nil),
-		cmdMemory.NewCmdMemory(io, nil),
-		cmdMessages.NewCmdMessages(io, nil),
-		cmdRender.NewCmdRender(io, nil),
-		cmdServe.NewCmdServe(io, nil),
-		cmdSkills.NewCmdSkills(io, nil),
-		cmdTokens.NewCmdTokens(io, nil),
-		cmdWatch.NewCmdWatch(io, nil),
-	)
+	name, all := needed(args)
+	for _, c := range commands {
+		if all || c.name == name {
+			root.AddCommand(c.new(io))
+		}
+	}
 	cmdutil.AddMemoryDBFlag(root.PersistentFlags())
 	root.SetHelpCommand(&cobra.Command{
 		Use:   "help [command]",
@@ -116,7 +155,7 @@ func usageErrors(c *cobra.Command) {
 func run(args []string) int { return runWith(cmdutil.System(), args) }
 
 func runWith(io *cmdutil.IOStreams, args []string) int {
-	root := newRootCmd(io)
+	root := newRootCmd(io, args)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {

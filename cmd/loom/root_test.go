@@ -73,3 +73,43 @@ func TestMemoryDBOperatorOnly(t *testing.T) {
 		t.Error("a database was created inside the workspace too")
 	}
 }
+
+// A run builds only the command it runs; help, a mistyped command and
+// completion need them all, and --version none.
+func TestNeededCommands(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		name string
+		all  bool
+	}{
+		{nil, "", true},
+		{[]string{"--version"}, "", false},
+		{[]string{"-v"}, "", false},
+		{[]string{"--memory-db", "x.db", "--version"}, "", false},
+		{[]string{"render", "-w", "dir"}, "render", false},
+		{[]string{"--memory-db", "render", "memory", "list"}, "memory", false},
+		{[]string{"--memory-db=x.db", "render"}, "render", false},
+		{[]string{"--help"}, "", true},
+		{[]string{"-h", "render"}, "", true},
+		{[]string{"help", "render"}, "", true},
+		{[]string{"rendr"}, "", true},
+		{[]string{"completion", "bash"}, "", true},
+		{[]string{"--", "render"}, "", true},
+	} {
+		name, all := needed(tt.args)
+		if name != tt.name || all != tt.all {
+			t.Errorf("needed(%q) = %q, %v; want %q, %v", tt.args, name, all, tt.name, tt.all)
+		}
+	}
+	// every command is reachable by its name, and is the command of that name
+	for _, c := range commands {
+		root := newRootCmd(cmdutil.System(), []string{c.name})
+		var names []string
+		for _, sub := range root.Commands() {
+			names = append(names, sub.Name())
+		}
+		if len(names) != 1 || names[0] != c.name {
+			t.Errorf("loom %s builds the commands %q", c.name, names)
+		}
+	}
+}
