@@ -3,9 +3,10 @@
 // table compiled into the binary with //go:embed is ready as soon as the
 // process starts.
 //
-// Layout, all integers little-endian uint32:
+// Layout, all integers little-endian uint32 but the offsets, which are
+// 3-byte (24-bit) little-endian:
 //
-//	magic "loomrnk3"
+//	magic "loomrnk4"
 //	n       number of ranks (the largest rank + 1)
 //	m       number of hash slots
 //	offsets n+1 entries: the token of rank r is data[offsets[r]:offsets[r+1]]
@@ -34,7 +35,7 @@ import (
 )
 
 const (
-	magic    = "loomrnk3"
+	magic    = "loomrnk4"
 	header   = len(magic) + 8
 	rankBits = 18 // ranks below 1<<18 - 1: o200k_base has 200k
 	tagBits  = 32 - rankBits
@@ -51,7 +52,7 @@ const NoRank = math.MaxUint32
 type Table struct {
 	n       int
 	m       uint64 // number of slots
-	offsets string // (n+1)*4 bytes
+	offsets string // (n+1)*3 bytes
 	slots   string // (mask+1)*4 bytes
 	pairs   string // pairsLen bytes
 	data    string
@@ -68,14 +69,14 @@ func Open(enc string) (*Table, error) {
 	if n >= rankMask || m < 1 || m > 1<<30 {
 		return nil, errors.New("ranktable: bad header")
 	}
-	offEnd := header + (n+1)*4
+	offEnd := header + (n+1)*3
 	slotEnd := offEnd + m*4
 	pairEnd := slotEnd + pairsLen
 	if len(enc) < pairEnd {
 		return nil, errors.New("ranktable: truncated")
 	}
 	t := &Table{n: n, m: uint64(m), offsets: enc[header:offEnd], slots: enc[offEnd:slotEnd], pairs: enc[slotEnd:pairEnd], data: enc[pairEnd:]}
-	if int(u32(t.offsets, n*4)) != len(t.data) {
+	if int(u24(t.offsets, n*3)) != len(t.data) {
 		return nil, errors.New("ranktable: data length does not match offsets")
 	}
 	return t, nil
@@ -86,7 +87,7 @@ func (t *Table) Len() int { return t.n }
 
 // Token returns the bytes of rank r, "" for a rank with no token.
 func (t *Table) Token(r int) string {
-	return t.data[u32(t.offsets, r*4):u32(t.offsets, r*4+4)]
+	return t.data[u24(t.offsets, r*3):u24(t.offsets, r*3+3)]
 }
 
 // Rank returns the rank of the token s, or ok false when s is not one.
@@ -105,7 +106,7 @@ func (t *Table) Rank(s string) (rank uint32, ok bool) {
 			continue
 		}
 		r := int(slot&rankMask) - 1
-		lo, hi := u32(t.offsets, r*4), u32(t.offsets, r*4+4)
+		lo, hi := u24(t.offsets, r*3), u24(t.offsets, r*3+3)
 		if int(hi-lo) == len(s) && t.data[lo:hi] == s {
 			return uint32(r), true
 		}
@@ -122,6 +123,11 @@ func (t *Table) PairRank(a, b byte) uint32 {
 // division and no power-of-two size.
 func home(h, m uint64) uint64 {
 	return uint64(uint32(h)) * m >> 32
+}
+
+func u24(s string, i int) uint32 {
+	s = s[i : i+3]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16
 }
 
 func u32(s string, i int) uint32 {
@@ -174,8 +180,11 @@ func Build(tokens []string) (enc []byte, maxProbe int, err error) {
 	enc = append(enc, magic...)
 	enc = binary.LittleEndian.AppendUint32(enc, uint32(n))
 	enc = binary.LittleEndian.AppendUint32(enc, uint32(m))
+	if len(data) >= 1<<24 {
+		return nil, 0, fmt.Errorf("ranktable: %d bytes of tokens, at most %d fit", len(data), 1<<24-1)
+	}
 	for _, o := range offsets {
-		enc = binary.LittleEndian.AppendUint32(enc, o)
+		enc = append(enc, byte(o), byte(o>>8), byte(o>>16))
 	}
 	for _, s := range slots {
 		enc = binary.LittleEndian.AppendUint32(enc, s)
