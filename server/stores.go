@@ -171,7 +171,14 @@ func (w *Workspace) SessionStore(ctx context.Context) (session.Store, error) {
 	if be.sessions != nil {
 		return be.sessions, nil
 	}
-	return session.NewWorkspaceFileStore(w.Door, session.FileOptions{}), nil
+	// One store for the workspace's life: it remembers that its folder
+	// is made, where a new one walked the door to make it on every save.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.files == nil {
+		w.files = session.NewWorkspaceFileStore(w.Door, session.FileOptions{})
+	}
+	return w.files, nil
 }
 
 // StoreKind says where the workspace keeps its state: "sqlite" or

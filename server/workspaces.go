@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/session"
 	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
 )
@@ -34,6 +35,7 @@ type Workspace struct {
 	engine    *Engine     // built on first turn
 	skills    *skills.Set // the last set loaded, at skillsGen
 	skillsGen uint64
+	files     *session.FileStore // sessions in the folder, made on first use
 	log       *slog.Logger
 }
 

@@ -144,14 +144,16 @@ func run(loom, ws string, conc int, dur time.Duration) error {
 		// One client shows what loom adds to a request on an idle
 		// server; conc clients, what it adds under load (queueing
 		// included, on a machine the load generator shares).
-		upCPU := cpuTime(up.Process.Pid)
+		upCPU, genCPU := cpuTime(up.Process.Pid), cpuTime(os.Getpid())
 		direct := load("http://"+upAddr+"/v1/chat/completions", body, nil, c, dur)
 		direct.cpu = perRequest(cpuTime(up.Process.Pid)-upCPU, direct)
+		direct.genCPU = perRequest(cpuTime(os.Getpid())-genCPU, direct)
 		direct.print(fmt.Sprintf("direct/%d", c))
-		loomCPU, upCPU := cpuTime(srv.Process.Pid), cpuTime(up.Process.Pid)
+		loomCPU, upCPU, genCPU := cpuTime(srv.Process.Pid), cpuTime(up.Process.Pid), cpuTime(os.Getpid())
 		via := load("http://"+addr+"/v1/chat/completions", body, map[string]string{"X-Loom-Session": "bench"}, c, dur)
 		via.cpu = perRequest(cpuTime(srv.Process.Pid)-loomCPU, via)
 		via.upCPU = perRequest(cpuTime(up.Process.Pid)-upCPU, via)
+		via.genCPU = perRequest(cpuTime(os.Getpid())-genCPU, via)
 		via.print(fmt.Sprintf("loom/%d", c))
 		fmt.Printf("%-8s %9s %7s | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f\n", "added", "", "",
 			ms(via.p(via.ttfb, .5)-direct.p(direct.ttfb, .5)), ms(via.p(via.ttfb, .99)-direct.p(direct.ttfb, .99)), ms(via.p(via.ttfb, 1)-direct.p(direct.ttfb, 1)),
@@ -161,12 +163,15 @@ func run(loom, ws string, conc int, dur time.Duration) error {
 	fmt.Printf("\nthroughput through loom / direct at %d clients: %.2f\n", conc, lastVia.rps/lastDirect.rps)
 	fmt.Printf("CPU per request at %d clients (user+system, whatever else loads the machine): loom %.0f µs; the upstream %.0f µs direct, %.0f µs behind loom (it reads loom's prompt); loom / upstream direct %.1f×\n",
 		conc, lastVia.cpu*1e6, lastDirect.cpu*1e6, lastVia.upCPU*1e6, lastVia.cpu/lastDirect.cpu)
+	fmt.Printf("the load generator's own CPU per request (the same client both ways): %.0f µs direct, %.0f µs through loom\n",
+		lastDirect.genCPU*1e6, lastVia.genCPU*1e6)
 	return nil
 }
 
 type result struct {
 	cpu         float64 // seconds of the serving process's CPU per request
 	upCPU       float64 // the upstream's, in the phase through loom
+	genCPU      float64 // this load generator's own
 	rps         float64
 	errs        int
 	ttfb, total []time.Duration
