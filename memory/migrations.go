@@ -51,4 +51,19 @@ var migrations = []string{
 		WHERE superseded_by = '' AND forgotten = 0;
 	CREATE INDEX memories_created ON memories (created_s DESC, created_ns DESC, seq DESC);
 	CREATE INDEX memories_superseded_by ON memories (superseded_by) WHERE superseded_by <> '';`,
+
+	// 3: a change counter that every write to memories moves, inside the
+	// writing transaction, and a random id of this database, so that a
+	// listing saved beside the file (listcache.go) can tell whether it
+	// still holds from one cheap read. A later migration that rebuilds the
+	// memories table drops these triggers with it and must make them again.
+	`CREATE TABLE changes (
+		one INTEGER PRIMARY KEY CHECK (one = 1),
+		n   INTEGER NOT NULL,
+		db  TEXT    NOT NULL
+	);
+	INSERT INTO changes (one, n, db) VALUES (1, 0, lower(hex(randomblob(16))));
+	CREATE TRIGGER memories_changed_insert AFTER INSERT ON memories BEGIN UPDATE changes SET n = n + 1; END;
+	CREATE TRIGGER memories_changed_update AFTER UPDATE ON memories BEGIN UPDATE changes SET n = n + 1; END;
+	CREATE TRIGGER memories_changed_delete AFTER DELETE ON memories BEGIN UPDATE changes SET n = n + 1; END;`,
 }

@@ -95,6 +95,7 @@ const DefaultBusyWait = 30 * time.Second
 type SQLite struct {
 	db    *sql.DB
 	path  string
+	abs   string // path made absolute
 	now   func() time.Time
 	cats  []Category
 	newID func() string
@@ -176,7 +177,7 @@ func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
 	if err != nil {
 		return nil, &DBError{Path: path, Err: err}
 	}
-	s := &SQLite{db: db, path: path, now: time.Now, cats: DefaultCategories, newID: NewID, busyWait: DefaultBusyWait}
+	s := &SQLite{db: db, path: path, abs: abs, now: time.Now, cats: DefaultCategories, newID: NewID, busyWait: DefaultBusyWait}
 	for _, o := range opts {
 		o(s)
 	}
@@ -469,12 +470,22 @@ func (s *SQLite) List(ctx context.Context, q Query) ([]Memory, error) {
 	if q.All { // else every row is active: superseded_by '' and forgotten 0
 		cols += `, superseded_by, forgotten`
 	}
+	// A render's listing may be kept beside the database (listcache.go):
+	// it is then read with the change counter, from the same snapshot.
+	keep := cacheable(q)
+	if keep {
+		if out, ok := s.cachedList(ctx); ok {
+			return out, nil
+		}
+		cols += `, (SELECT db || ':' || n FROM changes)`
+	}
 	query := `SELECT ` + cols + ` FROM memories`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
 	query += ` ORDER BY created_s DESC, created_ns DESC, seq DESC`
 	var out []Memory
+	var ver string
 	err := s.retry(ctx, func() error {
 		out = out[:0]
 		rows, err := s.db.QueryContext(ctx, query, args...)
@@ -491,6 +502,9 @@ func (s *SQLite) List(ctx context.Context, q Query) ([]Memory, error) {
 		if q.All {
 			dest = append(dest, &m.SupersededBy, &m.Forgotten)
 		}
+		if keep {
+			dest = append(dest, &ver)
+		}
 		for rows.Next() {
 			m = Memory{}
 			if err := rows.Scan(dest...); err != nil {
@@ -503,6 +517,9 @@ func (s *SQLite) List(ctx context.Context, q Query) ([]Memory, error) {
 	})
 	if err != nil {
 		return nil, s.dbErr(err)
+	}
+	if keep && ver != "" {
+		s.saveList(ver, out)
 	}
 	return out, nil
 }
