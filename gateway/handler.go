@@ -439,7 +439,7 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream,
 		final = append(final, m)
 	}
 	out := &built{msgs: final, sys: sys, render: res, report: b.Report}
-	for _, e := range res.Report.Sections {
+	for _, e := range res.Report.Sections() {
 		if e.Status == md.Dropped || e.Status == md.Truncated {
 			out.dropped++
 		}

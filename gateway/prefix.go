@@ -94,7 +94,7 @@ func makeSystem(res *prompt.Result, clientSys, mode string, counter messages.Cou
 		var b strings.Builder
 		b.WriteString(clientSys)
 		sections = []messages.Section{{Name: "client_system", Start: 0, End: len(clientSys)}}
-		for _, s := range res.Report.Sections {
+		for _, s := range res.Report.Sections() {
 			if strings.Contains(s.Name, "memory") && s.Start >= 0 && s.End > s.Start && s.End <= len(res.Prompt) {
 				b.WriteString("\n\n")
 				start := b.Len()

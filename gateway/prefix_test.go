@@ -21,11 +21,12 @@ import (
 func TestPrefixReportMatchesBuild(t *testing.T) {
 	body := "# Agent\n\nBe brief. \"Quotes\" and <html> & unicode é \u2028 stay.\n\n# Memory\n\nThe user likes tea.\n"
 	agentEnd := strings.Index(body, "# Memory")
-	res := &prompt.Result{Prompt: body, Report: prompt.Report{Sections: []md.Entry{
+	res := &prompt.Result{Prompt: body}
+	res.Report.SetSections([]md.Entry{
 		{Name: "agents", Start: 0, End: agentEnd},
 		{Name: "user memory", Start: agentEnd, End: len(body)},
 		{Name: "nested", Start: -1, End: -1},
-	}}}
+	})
 	counter, err := tokens.Get(tokens.Default)
 	if err != nil {
 		t.Fatal(err)

@@ -135,7 +135,7 @@ func (c Controls) query() string {
 // ("skill:pdf") belongs to the top-level section before it.
 func sections(res *prompt.Result) []Section {
 	var out []Section
-	for _, e := range res.Report.Sections {
+	for _, e := range res.Report.Sections() {
 		if nested(e) && len(out) > 0 {
 			s := &out[len(out)-1]
 			s.Parts = append(s.Parts, e)

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/tokens"
 	"github.com/loomctx/loom/workspace"
@@ -104,16 +105,34 @@ type CountOutput struct {
 
 // renderOutputSchema is render_prompt's output schema. Inferred from the Go
 // type it would call a diagnostic's severity an integer, but severities are
-// encoded by name, and the SDK checks every answer against the schema.
+// encoded by name, and the SDK checks every answer against the schema. The
+// report's is inferred from reportShape, its JSON: the type keeps its
+// sections behind a method.
 var renderOutputSchema = sync.OnceValue(func() *jsonschema.Schema {
-	s, err := jsonschema.For[prompt.Result](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	types := map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[workspace.Severity](): {Type: "string", Enum: []any{workspace.Warning.String(), workspace.Error.String()}},
-	}})
+	}
+	rep, err := jsonschema.For[reportShape](&jsonschema.ForOptions{TypeSchemas: types})
+	if err != nil {
+		panic("mcpserver: render_prompt's report schema: " + err.Error()) // fixed types: caught by every test
+	}
+	types[reflect.TypeFor[prompt.Report]()] = rep
+	s, err := jsonschema.For[prompt.Result](&jsonschema.ForOptions{TypeSchemas: types})
 	if err != nil {
 		panic("mcpserver: render_prompt's output schema: " + err.Error()) // fixed types: caught by every test
 	}
 	return s
 })
+
+// reportShape is prompt.Report as its JSON shows it.
+type reportShape struct {
+	Encoding    string                 `json:"encoding"`
+	Tokens      int                    `json:"tokens"`
+	Budget      *int                   `json:"budget"`
+	Preset      string                 `json:"preset"`
+	Sections    []md.Entry             `json:"sections"`
+	Diagnostics []workspace.Diagnostic `json:"diagnostics"`
+}
 
 // fieldError is a bad argument, named.
 func fieldError(field, format string, args ...any) error {

@@ -75,7 +75,7 @@ func BenchmarkRenderBudget(b *testing.B) {
 		b.Fatal(err)
 	}
 	dropped := 0
-	for _, e := range res.Report.Sections {
+	for _, e := range res.Report.Sections() {
 		if e.Status == md.Dropped {
 			dropped++
 		}

@@ -1,7 +1,9 @@
 package md
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,11 +49,93 @@ type Entry struct {
 
 // Report says what a render produced: the total, the budget, and a line for
 // every named scope and every scope that was dropped or cut, in document
-// order. Nothing is dropped without a line here.
+// order (see [Report.Sections]). Nothing is dropped without a line here.
+//
+// A Report is a value that may be copied; its copies share its lines. Its
+// JSON is {"tokens", "budget", "sections"}.
 type Report struct {
+	Tokens int
+	Budget *int
+	lines  *lines
+}
+
+// lines are a report's entries, made the first time they are asked for: a
+// tree of thousands of scopes (a memory store's) costs more to report on
+// than to render, and most renders' reports are never read.
+type lines struct {
+	once    sync.Once
+	make    func() []Entry
+	entries []Entry
+}
+
+// Sections returns the report's lines: one for every named scope and every
+// scope that was dropped or cut, in document order. The first call makes
+// them; the slice is shared by every copy of the report and must not be
+// changed. It is safe to call concurrently.
+func (r Report) Sections() []Entry {
+	if r.lines == nil {
+		return nil
+	}
+	r.lines.once.Do(func() {
+		r.lines.entries = r.lines.make()
+		r.lines.make = nil
+	})
+	return r.lines.entries
+}
+
+// NewReport returns a report of the given lines (see [Report.Sections]).
+func NewReport(tokens int, budget *int, sections []Entry) Report {
+	r := Report{Tokens: tokens, Budget: budget}
+	r.setLines(func() []Entry { return sections })
+	return r
+}
+
+func (r *Report) setLines(make func() []Entry) { r.lines = &lines{make: make} }
+
+// reportJSON is a Report's JSON.
+type reportJSON struct {
 	Tokens   int     `json:"tokens"`
 	Budget   *int    `json:"budget"`
 	Sections []Entry `json:"sections"`
+}
+
+// MarshalJSON encodes the report with its lines, leaving <, > and &
+// unescaped for the encoder that called it to escape or not.
+func (r Report) MarshalJSON() ([]byte, error) {
+	return MarshalJSONAs(reportJSON{r.Tokens, r.Budget, r.Sections()})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes, refusing unknown fields.
+func (r *Report) UnmarshalJSON(data []byte) error {
+	var v reportJSON
+	if err := UnmarshalJSONStrict(data, &v); err != nil {
+		return err
+	}
+	*r = NewReport(v.Tokens, v.Budget, v.Sections)
+	return nil
+}
+
+// MarshalJSONAs encodes v as encoding/json would, but without escaping <,
+// > and &: for a MarshalJSON method, whose output the calling encoder then
+// escapes as it was set to, so that a type with a method encodes to the
+// same bytes as a plain struct would.
+func MarshalJSONAs(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// UnmarshalJSONStrict decodes data into v, refusing fields v does not have:
+// for an UnmarshalJSON method, which the calling decoder's own setting does
+// not reach.
+func UnmarshalJSONStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // Result is a rendered prompt and its report.
@@ -189,7 +273,7 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 		if rd.cache != nil {
 			rd.cache.recsHint.Store(int64(len(recs)))
 		}
-		return Result{Text: text, Report: rd.report(text, recs, nil, nil)}, nil
+		return Result{Text: text, Report: rd.report(text, recs, nil, nil, -1)}, nil
 	}
 	if rd.counter == nil {
 		return Result{}, errors.New("md: a budget needs a token counter")
@@ -283,9 +367,7 @@ func (sr *search) render() (attempt, error) {
 // result is the answer: a's text, copied out of its buffer, and its report.
 func (sr *search) result(a attempt) Result {
 	text := strings.Clone(a.text)
-	res := Result{Text: text, Report: sr.rd.report(text, a.recs, sr.p, sr.cost())}
-	res.Report.Tokens = a.tokens
-	return res
+	return Result{Text: text, Report: sr.rd.report(text, a.recs, sr.p, sr.cost(), a.tokens)}
 }
 
 // release puts the passes' buffers back in the pool.
@@ -661,17 +743,34 @@ var debugTries func(k int)
 // that JSON shows [].
 var noSources = []string{}
 
-// report builds the report of a finished render.
-func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report {
-	n := len(recs)
-	if p != nil {
-		n = max(n, len(p.scopes))
-	}
-	rep := Report{Sections: make([]Entry, 0, n+len(rd.tail))}
+// report builds the report of a finished render, whose text counts tokens
+// (-1 to count it here). Its lines are made when first asked for, from
+// what the render left: the text, its records, the plan and the costs,
+// none of which changes after the render.
+func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int, tokens int) Report {
+	var rep Report
 	if rd.hasBudget {
 		b := rd.budget
 		rep.Budget = &b
 	}
+	switch {
+	case !rd.counts():
+		tokens = 0
+	case tokens < 0:
+		tokens = rd.total(text, recs)
+	}
+	rep.Tokens = tokens
+	rep.setLines(func() []Entry { return rd.lines(text, recs, p, cost, tokens) })
+	return rep
+}
+
+// lines makes the lines of a report (see report).
+func (rd *Renderer) lines(text string, recs []rec, p *plan, cost []int, tokensNow int) []Entry {
+	n := len(recs)
+	if p != nil {
+		n = max(n, len(p.scopes))
+	}
+	sections := make([]Entry, 0, n+len(rd.tail))
 	counting := rd.counts()
 	count := func(rc rec) int {
 		switch {
@@ -682,10 +781,6 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 		}
 		return rd.counter.Count(rc.text)
 	}
-	if counting {
-		rep.Tokens = rd.total(text, recs)
-	}
-	tokensNow := rep.Tokens
 	cursor := 0
 	locate := func(e *Entry, t string, depth int) {
 		e.Start, e.End = -1, -1
@@ -730,10 +825,10 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 				e.Status, e.Reason = Truncated, cutReason(rc.cut, rc.scope.MaxTokens)
 			}
 			locate(&e, rc.text, rc.depth)
-			rep.Sections = append(rep.Sections, e)
+			sections = append(sections, e)
 		}
-		rep.Sections = append(rep.Sections, rd.tail...)
-		return rep
+		sections = append(sections, rd.tail...)
+		return sections
 	}
 	last := p.last()
 	// Most dropped scopes get a reason written here, all into one buffer
@@ -809,7 +904,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 			} else {
 				reason = append(reason, ", among the lowest)"...)
 			}
-			cuts = append(cuts, reasonCut{len(rep.Sections), from, len(reason)})
+			cuts = append(cuts, reasonCut{len(sections), from, len(reason)})
 		default:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
 			e.Reason = "left out with the scope around it"
@@ -820,17 +915,17 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int) Report 
 				}
 			}
 		}
-		rep.Sections = append(rep.Sections, e)
+		sections = append(sections, e)
 	}
 	*rb = reason
 	if len(cuts) > 0 {
 		all := string(reason)
 		for _, c := range cuts {
-			rep.Sections[c.entry].Reason = all[c.from:c.to]
+			sections[c.entry].Reason = all[c.from:c.to]
 		}
 	}
-	rep.Sections = append(rep.Sections, rd.tail...)
-	return rep
+	sections = append(sections, rd.tail...)
+	return sections
 }
 
 // reasonCut places an entry's reason in the report's shared reason text.

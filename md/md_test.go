@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -170,7 +171,7 @@ func TestBudgetDropsLowestPriorityFirst(t *testing.T) {
 		t.Errorf("report tokens %d budget %d", res.Report.Tokens, *res.Report.Budget)
 	}
 	status := map[string]md.Status{}
-	for _, e := range res.Report.Sections {
+	for _, e := range res.Report.Sections() {
 		status[e.Name] = e.Status
 		if e.Status == md.Dropped && e.Reason == "" {
 			t.Errorf("%s dropped without a reason", e.Name)
@@ -225,7 +226,7 @@ func TestBudgetNotice(t *testing.T) {
 		t.Errorf("got %q, want %q", res.Text, want)
 	}
 	dropped := 0
-	for _, e := range res.Report.Sections {
+	for _, e := range res.Report.Sections() {
 		if e.Status == md.Dropped {
 			dropped++
 		}
@@ -268,7 +269,7 @@ func TestBudgetTruncatesAtLineBoundary(t *testing.T) {
 		}
 	}
 	var e md.Entry
-	for _, s := range res.Report.Sections {
+	for _, s := range res.Report.Sections() {
 		if s.Name == "memory" {
 			e = s
 		}
@@ -323,10 +324,10 @@ func TestReportWithoutBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Report.Budget != nil || res.Report.Tokens != 4 || len(res.Report.Sections) != 2 {
+	if res.Report.Budget != nil || res.Report.Tokens != 4 || len(res.Report.Sections()) != 2 {
 		t.Fatalf("report %+v", res.Report)
 	}
-	a := res.Report.Sections[0]
+	a := res.Report.Sections()[0]
 	if a.Name != "a" || a.Tokens != 2 || a.Status != md.Kept || res.Text[a.Start:a.End] != "one two" {
 		t.Errorf("entry %+v", a)
 	}
@@ -451,7 +452,7 @@ func TestReportAgreesWithRemovedSection(t *testing.T) {
 	if res.Text != "keep" {
 		t.Fatalf("got %q", res.Text)
 	}
-	for _, e := range res.Report.Sections {
+	for _, e := range res.Report.Sections() {
 		if e.Status != md.Dropped {
 			t.Errorf("%s is %s (%d tokens), but none of it is in %q", e.Name, e.Status, e.Tokens, res.Text)
 		}
@@ -459,4 +460,19 @@ func TestReportAgreesWithRemovedSection(t *testing.T) {
 			t.Errorf("an empty scope that lost nothing is listed: %+v", e)
 		}
 	}
+}
+
+// sameReport reports whether two reports say the same: totals, budgets and
+// lines.
+func sameReport(a, b md.Report) bool {
+	return a.Tokens == b.Tokens && reflect.DeepEqual(a.Budget, b.Budget) && reflect.DeepEqual(a.Sections(), b.Sections())
+}
+
+// show prints a report with its lines, for a failure message.
+func show(r md.Report) string {
+	b := "none"
+	if r.Budget != nil {
+		b = fmt.Sprint(*r.Budget)
+	}
+	return fmt.Sprintf("{Tokens:%d Budget:%s Sections:%+v}", r.Tokens, b, r.Sections())
 }

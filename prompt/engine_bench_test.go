@@ -114,9 +114,11 @@ func mustRender(b *testing.B, bl *prompt.Builder, opts prompt.Options) *prompt.R
 
 // BenchmarkRenderBudgeted is a warm render of the large workspace (2,000
 // memories) and of the 10× one (20,000), without a budget and at 8k and 32k
-// tokens. Each iteration changes nothing on disk but asks for a render with
-// a different chat, so no whole result can be reused: what is measured is
-// the budget search, the counting and the memory selection.
+// tokens. Each iteration changes nothing on disk but asks for a render for
+// a chat never asked for before, so no whole result can be reused (the
+// builder keeps its last results by options: two chats taken in turn would
+// each reuse one): what is measured is the budget search, the counting and
+// the memory selection.
 func BenchmarkRenderBudgeted(b *testing.B) {
 	for _, size := range []string{"large", "x10"} {
 		for _, budget := range []int{0, 8000, 32000} {
@@ -129,7 +131,7 @@ func BenchmarkRenderBudgeted(b *testing.B) {
 				start := cpuTime()
 				for b.Loop() {
 					i++
-					opts.ChatURL = fmt.Sprintf("https://chat.example/c/%d", i%2)
+					opts.ChatURL = fmt.Sprintf("https://chat.example/c/%d", i)
 					mustRender(b, bl, opts)
 				}
 				reportCPU(b, start)

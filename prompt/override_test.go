@@ -60,7 +60,7 @@ func TestEverySectionIsPlaceable(t *testing.T) {
 			}
 			base := render(t, write(t, files), prompt.Options{Preset: preset, ChatURL: "https://x.test/c/1"})
 			var top []string
-			for _, e := range base.Report.Sections {
+			for _, e := range base.Report.Sections() {
 				if e.Start >= 0 {
 					top = append(top, e.Name)
 				}

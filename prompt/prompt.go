@@ -79,14 +79,51 @@ type Result struct {
 }
 
 // Report is what a render cost and what it left out. Its JSON shape is the
-// one `loom render --format json` prints.
+// one `loom render --format json` prints: encoding, tokens, budget, preset,
+// sections, diagnostics.
 type Report struct {
+	Encoding    string
+	Tokens      int
+	Budget      *int
+	Preset      string
+	Diagnostics []workspace.Diagnostic
+	// lines holds the sections, made when first asked for (see
+	// md.Report.Sections).
+	lines md.Report
+}
+
+// Sections returns a line for every named part of the prompt and every part
+// that was dropped or cut, in document order. The first call makes them
+// (a large workspace's thousands of memories make many); the slice is
+// shared and must not be changed. It is safe to call concurrently.
+func (r Report) Sections() []md.Entry { return r.lines.Sections() }
+
+// SetSections sets the report's lines.
+func (r *Report) SetSections(sections []md.Entry) { r.lines = md.NewReport(0, nil, sections) }
+
+type reportJSON struct {
 	Encoding    string                 `json:"encoding"`
 	Tokens      int                    `json:"tokens"`
 	Budget      *int                   `json:"budget"`
 	Preset      string                 `json:"preset"`
 	Sections    []md.Entry             `json:"sections"`
 	Diagnostics []workspace.Diagnostic `json:"diagnostics"`
+}
+
+// MarshalJSON encodes the report with its sections.
+func (r Report) MarshalJSON() ([]byte, error) {
+	return md.MarshalJSONAs(reportJSON{r.Encoding, r.Tokens, r.Budget, r.Preset, r.Sections(), r.Diagnostics})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes, refusing unknown fields.
+func (r *Report) UnmarshalJSON(data []byte) error {
+	var v reportJSON
+	if err := md.UnmarshalJSONStrict(data, &v); err != nil {
+		return err
+	}
+	*r = Report{Encoding: v.Encoding, Tokens: v.Tokens, Budget: v.Budget, Preset: v.Preset, Diagnostics: v.Diagnostics}
+	r.SetSections(v.Sections)
+	return nil
 }
 
 // Builder renders the prompts of one workspace. It caches what it parsed by
@@ -239,8 +276,8 @@ func (st *state) render(tree md.Node) (*Result, error) {
 		Tokens:      res.Report.Tokens,
 		Budget:      res.Report.Budget,
 		Preset:      st.preset,
-		Sections:    res.Report.Sections,
 		Diagnostics: st.diags,
+		lines:       res.Report,
 	}
 	if rep.Diagnostics == nil {
 		rep.Diagnostics = workspace.Diagnostics{}

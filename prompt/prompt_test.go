@@ -348,7 +348,7 @@ func TestBudgetDropsSkillsFirst(t *testing.T) {
 		t.Errorf("%d tokens over budget", res.Report.Tokens)
 	}
 	var dropped []string
-	for _, e := range res.Report.Sections {
+	for _, e := range res.Report.Sections() {
 		if e.Status == md.Dropped {
 			dropped = append(dropped, e.Name)
 		}
@@ -460,7 +460,7 @@ func TestMemories(t *testing.T) {
 		t.Error("a memory that should be left out is in the prompt")
 	}
 	reasons := map[string]bool{}
-	for _, e := range res.Report.Sections {
+	for _, e := range res.Report.Sections() {
 		if strings.HasPrefix(e.Name, "memory/") && e.Status == md.Dropped {
 			reasons[e.Reason] = true
 		}
@@ -583,7 +583,7 @@ func TestLongMemoryFileIsCutToItsOwnBudget(t *testing.T) {
 	if !strings.Contains(res.Prompt, "- fact 0:") || strings.Contains(res.Prompt, "- fact 599:") || !strings.Contains(res.Prompt, "cut from memory/MEMORY.md]") {
 		t.Error("MEMORY.md was not cut at its own budget with a marker")
 	}
-	for _, e := range res.Report.Sections {
+	for _, e := range res.Report.Sections() {
 		if e.Name == "memory_file" {
 			if e.Status != md.Truncated || e.Tokens > prompt.DefaultMemoryFileBudget {
 				t.Errorf("report %+v", e)

@@ -114,7 +114,7 @@ func checkReport(t *testing.T, where string, res *prompt.Result, c tokens.Counte
 	}
 	var kept, dropped []pr
 	cursor := 0
-	for i, e := range res.Report.Sections {
+	for i, e := range res.Report.Sections() {
 		in, checkable := true, true
 		switch {
 		case strings.HasPrefix(e.Name, "skill:"):
@@ -165,13 +165,13 @@ func checkReport(t *testing.T, where string, res *prompt.Result, c tokens.Counte
 	// fitted in the room left, had it been cheaper than that room.
 	room := budget - res.Report.Tokens
 	sectionKept := map[string]bool{}
-	for _, e := range res.Report.Sections {
+	for _, e := range res.Report.Sections() {
 		if e.Status != md.Dropped {
 			sectionKept[e.Name] = true
 		}
 	}
 	for _, d := range dropped {
-		e := res.Report.Sections[d.pos]
+		e := res.Report.Sections()[d.pos]
 		leaf := (strings.HasPrefix(e.Name, "skill:") && sectionKept["skills"]) || (strings.HasPrefix(e.Name, "memory/") && sectionKept["memories"])
 		if !over && leaf && e.Tokens+3 < room {
 			t.Fatalf("%s: %s (%d tokens) dropped with %d tokens left: not maximal", where, e.Name, e.Tokens, room)
@@ -179,7 +179,7 @@ func checkReport(t *testing.T, where string, res *prompt.Result, c tokens.Counte
 	}
 	_ = kept
 	for _, d := range dropped {
-		e := res.Report.Sections[d.pos]
+		e := res.Report.Sections()[d.pos]
 		if i := strings.Index(e.Reason, "make the prompt "); i >= 0 {
 			var n int
 			fmt.Sscanf(e.Reason[i+len("make the prompt "):], "%d", &n)

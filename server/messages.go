@@ -66,7 +66,7 @@ const maxHistory = 10_000
 // ranges, for messages.Build's cache report.
 func Sections(res *prompt.Result) []messages.Section {
 	var out []messages.Section
-	for _, e := range res.Report.Sections {
+	for _, e := range res.Report.Sections() {
 		if e.Start >= 0 && e.End >= e.Start {
 			out = append(out, messages.Section{Name: e.Name, Start: e.Start, End: e.End})
 		}

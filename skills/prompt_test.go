@@ -80,7 +80,7 @@ func TestSummaryBudgetDropsFromEnd(t *testing.T) {
 		t.Error("the last entry should go first")
 	}
 	var dropped []string
-	for _, e := range res.Report.Sections {
+	for _, e := range res.Report.Sections() {
 		if e.Status == md.Dropped {
 			dropped = append(dropped, e.Name)
 		}

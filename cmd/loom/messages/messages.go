@@ -339,7 +339,7 @@ func renderWith(ctx context.Context, b *prompt.Builder, f *shared.RenderFlags) (
 		diags = append(diags, workspace.Diagnostic{Severity: workspace.Warning, Message: err.Error()})
 	}
 	var sections []messages.Section
-	for _, e := range res.Report.Sections {
+	for _, e := range res.Report.Sections() {
 		if e.Start >= 0 && e.End >= e.Start {
 			sections = append(sections, messages.Section{Name: e.Name, Start: e.Start, End: e.End})
 		}

@@ -153,7 +153,7 @@ func WriteReport(w io.Writer, r *prompt.Report) { writeReport(w, r, true) }
 func writeReport(w io.Writer, r *prompt.Report, diags bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SECTION\tSOURCES\tTOKENS\tSTATUS\tPRIORITY\tREASON")
-	secs := r.Sections
+	secs := r.Sections()
 	for i := 0; i < len(secs); i++ {
 		s := secs[i]
 		if isMemory(s) {
