@@ -2,6 +2,7 @@ package md
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -143,7 +144,15 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	buf = append(buf, '>')
 	at := len(buf)
 	// The element's own record goes first, as a scope's does; it is
-	// filled in at the end.
+	// filled in at the end. Room for the known children's records is made
+	// once.
+	known := 1
+	for _, sg := range segs {
+		if sg != nil {
+			known += len(sg.recs)
+		}
+	}
+	r.recs = slices.Grow(r.recs, known)
 	r.recs = append(r.recs, rec{scope: xmlWhole, idx: -1, depth: r.depth, tokens: -1})
 	savedXML, savedSep := r.inXML, r.sep
 	r.inXML, r.sep = true, "\n"
