@@ -44,6 +44,13 @@ type XMLMemo struct {
 	// lookup.
 	last     []*Scope
 	lastSegs []*xmlSeg
+	// lastText is the last render's element text up to its last child,
+	// lastRecs its children's records; lastTextOff and lastRecOff say
+	// where each child's part starts (one more for the end).
+	lastText    string
+	lastTextOff []int
+	lastRecs    []rec
+	lastRecOff  []int
 }
 
 // NewXMLMemo returns an empty memo.
@@ -105,25 +112,31 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	m.mu.Lock()
 	if m.m == nil || !sameCounter(m.counter, r.counter) || m.depth != r.depth || m.count != r.count {
 		m.m, m.counter, m.depth, m.count = map[*Scope]*xmlSeg{}, r.counter, r.depth, r.count
-		m.last, m.lastSegs = nil, nil
+		m.last, m.lastSegs, m.lastText, m.lastTextOff, m.lastRecs, m.lastRecOff = nil, nil, "", nil, nil, nil
 		m.gen++
 	}
 	gen := m.gen
-	segs := make([]*xmlSeg, len(x.Children))
+	// A child at the position it had in the last render is "in place":
+	// runs of those are copied from the last render's text and records
+	// in one piece each.
+	last, lastSegs := m.last, m.lastSegs
+	lastText, lastTextOff, lastRecs, lastRecOff := m.lastText, m.lastTextOff, m.lastRecs, m.lastRecOff
+	n := len(x.Children)
+	segs := make([]*xmlSeg, n)
+	inPlace := make([]bool, n)
+	known := 1
 	for i, c := range x.Children {
 		s, _ := c.(*Scope)
-		if s == nil {
-			continue
-		}
 		var sg *xmlSeg
-		if i < len(m.last) && m.last[i] == s {
-			sg = m.lastSegs[i]
-		} else {
+		if i < len(last) && last[i] == s {
+			sg, inPlace[i] = lastSegs[i], true
+		} else if s != nil {
 			sg = m.m[s]
 		}
 		if sg != nil {
 			sg.gen = gen
 			segs[i] = sg
+			known += len(sg.recs)
 		}
 	}
 	m.mu.Unlock()
@@ -144,28 +157,53 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	buf = append(buf, '>')
 	at := len(buf)
 	// The element's own record goes first, as a scope's does; it is
-	// filled in at the end. Room for the known children's records is made
-	// once.
-	known := 1
-	for _, sg := range segs {
-		if sg != nil {
-			known += len(sg.recs)
-		}
-	}
+	// filled in at the end. Room for the children's records is made once.
 	r.recs = slices.Grow(r.recs, known)
 	r.recs = append(r.recs, rec{scope: xmlWhole, idx: -1, depth: r.depth, tokens: -1})
+	childRecs := len(r.recs)
 	savedXML, savedSep := r.inXML, r.sep
 	r.inXML, r.sep = true, "\n"
 	var fresh []*Scope
 	var freshSegs []*xmlSeg
+	textOff := make([]int, n+1) // where each child's text starts, from elemStart
+	recOff := make([]int, n+1)  // where its records start, from childRecs
 	written, oneLine := 0, false
+	runFrom := -1
+	flush := func(to int) {
+		if runFrom < 0 {
+			return
+		}
+		tb, rb := len(buf)-elemStart, len(r.recs)-childRecs
+		for j := runFrom; j < to; j++ {
+			textOff[j] = tb + lastTextOff[j] - lastTextOff[runFrom]
+			recOff[j] = rb + lastRecOff[j] - lastRecOff[runFrom]
+		}
+		buf = append(buf, lastText[lastTextOff[runFrom]:lastTextOff[to]]...)
+		r.recs = append(r.recs, lastRecs[lastRecOff[runFrom]:lastRecOff[to]]...)
+		runFrom = -1
+	}
 	for i, c := range x.Children {
 		s, _ := c.(*Scope)
+		sg := segs[i]
+		if inPlace[i] && (s == nil || sg != nil && (sg.text == "" || sg.afterTag == (written == 0))) {
+			if runFrom < 0 {
+				runFrom = i
+			}
+			if sg != nil {
+				if sg.text != "" {
+					written++
+					oneLine = sg.oneLine
+				}
+				r.kept += sg.kept
+			}
+			continue
+		}
+		flush(i)
+		textOff[i], recOff[i] = len(buf)-elemStart, len(r.recs)-childRecs
 		if s == nil {
 			continue
 		}
 		afterTag := written == 0
-		sg := segs[i]
 		if sg == nil || sg.afterTag != afterTag {
 			sg = x.renderChild(r, s, buf, afterTag)
 			if r.err == nil {
@@ -175,50 +213,58 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 			}
 			segs[i] = sg
 		}
-		base := len(buf)
 		if sg.text != "" {
 			buf = append(buf, '\n')
 			buf = append(buf, sg.text...)
 			written++
 			oneLine = sg.oneLine
 		}
-		k := len(r.recs)
 		r.recs = append(r.recs, sg.recs...)
-		for j := k; j < len(r.recs); j++ {
-			r.recs[j].at += base
-		}
 		r.kept += sg.kept
 	}
+	flush(n)
+	textOff[n], recOff[n] = len(buf)-elemStart, len(r.recs)-childRecs
 	r.inXML, r.sep = savedXML, savedSep
 
-	m.mu.Lock()
-	for i, s := range fresh {
-		m.m[s] = freshSegs[i]
-	}
-	last := make([]*Scope, len(x.Children))
-	for i, c := range x.Children {
-		last[i], _ = c.(*Scope)
-	}
-	m.last, m.lastSegs = last, segs
-	if len(m.m) > 2*len(x.Children)+64 {
-		for s, sg := range m.m {
-			if sg.gen+1 < gen {
-				delete(m.m, s)
+	// save keeps what this render made for the next, with text the
+	// element's text from its start (at least up to its last child).
+	save := func(text string) {
+		if r.err != nil {
+			return // a child failed: nothing of this render is kept
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for i, s := range fresh {
+			m.m[s] = freshSegs[i]
+		}
+		now := make([]*Scope, n)
+		for i, c := range x.Children {
+			now[i], _ = c.(*Scope)
+		}
+		m.last, m.lastSegs = now, segs
+		m.lastText, m.lastTextOff = text, textOff
+		m.lastRecs, m.lastRecOff = slices.Clone(r.recs[childRecs:]), recOff
+		if len(m.m) > 2*n+64 {
+			for s, sg := range m.m {
+				if sg.gen+1 < gen {
+					delete(m.m, s)
+				}
 			}
 		}
+		m.gen++
 	}
-	m.gen++
-	m.mu.Unlock()
 
 	switch {
 	case written == 0:
 		// Nothing inside: self-closed, and the element's record goes.
+		save(string(buf[elemStart:]))
 		copy(r.recs[recsStart:], r.recs[recsStart+1:])
 		r.recs = r.recs[:len(r.recs)-1]
 		return append(buf[:tagEnd], "/>"...), true
 	case written == 1 && oneLine:
 		// One line of content stays on the tag's line: render it the
 		// usual way.
+		save(string(buf[elemStart:]))
 		r.recs = r.recs[:recsStart]
 		r.kept = keptStart
 		return buf[:elemStart], false
@@ -228,7 +274,9 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	buf = append(buf, x.Tag...)
 	buf = append(buf, '>')
 	whole := &r.recs[recsStart]
-	whole.text = string(buf[elemStart:])
+	text := string(buf[elemStart:])
+	save(text)
+	whole.text = text
 	whole.at = elemStart
 	if add, ok := r.counter.(Additive); ok && r.count {
 		tokens := r.counter.Count(string(buf[elemStart:at])+"\n") + r.counter.Count(string(buf[len(buf)-len(x.Tag)-3:]))
