@@ -386,7 +386,8 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 	recheck := prev != nil && prev.epoch != l.binsEpoch
 	type job struct {
 		jobMemo
-		reused bool
+		reused    bool
+		skillName string // the name its place gives the skill
 	}
 	var jobs []job
 	var old []jobMemo
@@ -405,7 +406,7 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		if len(old) > 0 && old[0].name == name && !slices.Contains(changed, name) &&
 			!(recheck && old[0].skill != nil && old[0].skill.Status != StatusBroken &&
 				!slices.Equal(chk.missing(&old[0].skill.Frontmatter), old[0].skill.Missing)) {
-			jobs = append(jobs, job{old[0], true})
+			jobs = append(jobs, job{jobMemo: old[0], reused: true})
 			l.reusedAny = true
 			continue
 		}
@@ -421,7 +422,7 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 			}
 			rel, skillName = path.Join(r.dir, name, FileName), name
 		}
-		jobs = append(jobs, job{jobMemo{name: name, rel: rel, skill: &Skill{Name: skillName}}, false})
+		jobs = append(jobs, job{jobMemo: jobMemo{name: name, rel: rel}, skillName: skillName})
 	}
 	// Reading and parsing are independent per file, and a cold load of a
 	// large folder is mostly that, so it is spread over the processors.
@@ -451,7 +452,7 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 			defer wg.Done()
 			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
 				j := &jobs[todo[k]]
-				j.skill, j.key, fresh[todo[k]] = l.loadOne(r, j.skill.Name, j.rel, chk, seen)
+				j.skill, j.key, fresh[todo[k]] = l.loadOne(r, j.skillName, j.rel, chk, seen)
 			}
 		}()
 	}
