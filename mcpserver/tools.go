@@ -15,8 +15,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/tokens"
 	"github.com/loomctx/loom/workspace"
