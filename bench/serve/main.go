@@ -219,24 +219,27 @@ func run(loom, ws string, conc int, dur time.Duration, hist int, soak time.Durat
 	msgBody, _ := json.Marshal(map[string]any{"message": "And now?", "history": h, "channel": "slack", "user": "u1", "now": "2026-01-02T03:04:05Z"})
 
 	fmt.Printf("prompt: %d bytes of response; messages request: %d bytes\n\n", len(page), len(msgBody))
-	fmt.Printf("%-12s %10s %9s %9s %9s %7s %9s\n", "phase", "req/s", "p50 ms", "p99 ms", "max ms", "errors", "rss MiB")
-	floorRes := load("http://"+floor.addr+"/", renderBody, nil, conc, dur, 200)
+	fpid := floor.cmd.Process.Pid
+	fmt.Printf("%-12s %10s %9s %9s %9s %7s %9s %9s %9s\n", "phase", "req/s", "p50 ms", "p99 ms", "max ms", "errors", "rss MiB", "srv µs/r", "gen µs/r")
+	floorRes := measured(fpid, func() *result { return load("http://"+floor.addr+"/", renderBody, nil, conc, dur, 200) })
 	floorRes.print("floor", 0)
-	rend := load(base+"/v1/workspaces/default/render", renderBody, nil, conc, dur, 200)
+	rend := measured(pid, func() *result { return load(base+"/v1/workspaces/default/render", renderBody, nil, conc, dur, 200) })
 	rend.print("render", rssKB(pid))
-	nm := load(base+"/v1/workspaces/default/render", renderBody, map[string]string{"If-None-Match": etag}, conc, dur, 304)
+	nm := measured(pid, func() *result {
+		return load(base+"/v1/workspaces/default/render", renderBody, map[string]string{"If-None-Match": etag}, conc, dur, 304)
+	})
 	nm.print("render-304", rssKB(pid))
-	msg := load(base+"/v1/workspaces/default/messages", msgBody, nil, conc, dur, 200)
+	msg := measured(pid, func() *result { return load(base+"/v1/workspaces/default/messages", msgBody, nil, conc, dur, 200) })
 	msg.print("messages", rssKB(pid))
 	if rate <= 0 {
 		rate = floorRes.rps / 2
 	}
 	fmt.Printf("\nopen loop: %d connections, %.0f req/s offered, latency from each request's due time\n", conc, rate)
-	fmt.Printf("%-12s %10s %9s %9s %9s %7s %9s\n", "phase", "req/s", "p50 ms", "p99 ms", "max ms", "errors", "rss MiB")
-	floorOpen := loadAt("http://"+floor.addr+"/", renderBody, nil, conc, dur, 200, rate)
+	fmt.Printf("%-12s %10s %9s %9s %9s %7s %9s %9s %9s\n", "phase", "req/s", "p50 ms", "p99 ms", "max ms", "errors", "rss MiB", "srv µs/r", "gen µs/r")
+	floorOpen := measured(fpid, func() *result { return loadAt("http://"+floor.addr+"/", renderBody, nil, conc, dur, 200, rate) })
 	floorOpen.print("floor", 0)
 	before := renderHistogram(base)
-	rendOpen := loadAt(base+"/v1/workspaces/default/render", renderBody, nil, conc, dur, 200, rate)
+	rendOpen := measured(pid, func() *result { return loadAt(base+"/v1/workspaces/default/render", renderBody, nil, conc, dur, 200, rate) })
 	rendOpen.print("render", rssKB(pid))
 	inLoom := handlerP99(before, renderHistogram(base))
 	fmt.Printf("\nrender throughput / floor (closed loop): %.2f (goal ≥ 0.50)\n", rend.rps/floorRes.rps)
@@ -374,6 +377,39 @@ type result struct {
 	n, errs int
 	rps     float64
 	lat     []time.Duration
+	// CPU per request (user+system) of the serving process and of this
+	// load generator, which share the machine.
+	srvCPU, genCPU float64
+}
+
+// measured runs a phase and notes the CPU the server (pid) and this load
+// generator spent on it, per request.
+func measured(pid int, phase func() *result) *result {
+	srv, gen := cpuTime(pid), cpuTime(os.Getpid())
+	r := phase()
+	if n := float64(r.n + r.errs); n > 0 {
+		r.srvCPU, r.genCPU = (cpuTime(pid)-srv)/n, (cpuTime(os.Getpid())-gen)/n
+	}
+	return r
+}
+
+// cpuTime is a process's user plus system CPU time so far, in seconds,
+// from /proc (0 where there is none).
+func cpuTime(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's ")": state is field 3; utime and
+	// stime are 14 and 15, in clock ticks (100 a second on Linux).
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st float64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return (ut + st) / 100
 }
 
 func (r *result) p(q float64) time.Duration {
@@ -390,7 +426,7 @@ func (r *result) print(name string, rss int) {
 	if rss > 0 {
 		rs = fmt.Sprintf("%.1f", float64(rss)/1024)
 	}
-	fmt.Printf("%-12s %10.0f %9.3f %9.3f %9.2f %7d %9s\n", name, r.rps, ms(r.p(0.5)), ms(r.p(0.99)), ms(r.p(1)), r.errs, rs)
+	fmt.Printf("%-12s %10.0f %9.3f %9.3f %9.2f %7d %9s %9.0f %9.0f\n", name, r.rps, ms(r.p(0.5)), ms(r.p(0.99)), ms(r.p(1)), r.errs, rs, r.srvCPU*1e6, r.genCPU*1e6)
 }
 
 // load runs conc clients, each sending the request again as soon as the
@@ -443,10 +479,21 @@ func post(client *http.Client, url string, body []byte, headers map[string]strin
 	if err != nil {
 		return 0, err
 	}
-	io.Copy(io.Discard, res.Body)
+	// Read in large pieces: io.Copy to io.Discard reads 8 KiB at a time,
+	// thirteen system calls for a 100 KB prompt, and this generator's CPU
+	// competes with the server it measures, floor and loom alike.
+	buf := readBufs.Get().(*[]byte)
+	for {
+		if _, err := res.Body.Read(*buf); err != nil {
+			break
+		}
+	}
+	readBufs.Put(buf)
 	res.Body.Close()
 	return res.StatusCode, nil
 }
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // add merges one client's latencies and errors.
 func (r *result) add(mu *sync.Mutex, lat []time.Duration, errs int) {
