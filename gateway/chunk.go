@@ -217,9 +217,49 @@ func (p *scan) skip() bool {
 		for p.i < len(p.b) && isNumByte(p.b[p.i]) {
 			p.i++
 		}
-		return json.Valid(p.b[start:p.i])
+		return validNumber(p.b[start:p.i])
 	default:
 		return false
 	}
 	return true
+}
+
+// validNumber reports whether b is one JSON number:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? (json.Valid says the
+// same, at several times the cost for the "created" and "index" of every
+// chunk).
+func validNumber(b []byte) bool {
+	i := 0
+	digits := func() bool {
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case !digits():
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !digits() {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	return i == len(b)
 }

@@ -84,3 +84,11 @@ func TestFastContentAgreesWithJSON(t *testing.T) {
 		check(string(b))
 	}
 }
+
+func TestValidNumberAgreesWithJSON(t *testing.T) {
+	for _, s := range []string{"0", "-0", "1", "-12", "10.5", "1e3", "1E+3", "1.5e-07", "01", "-", "", "1.", ".5", "1e", "1e+", "+1", "--1", "0x1", "1.2.3", "00", "-01", "123456789012345678901234567890"} {
+		if got, want := validNumber([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("%q: validNumber %v, json.Valid %v", s, got, want)
+		}
+	}
+}
