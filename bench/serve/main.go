@@ -239,7 +239,9 @@ func run(loom, ws string, conc int, dur time.Duration, hist int, soak time.Durat
 	floorOpen := measured(fpid, func() *result { return loadAt("http://"+floor.addr+"/", renderBody, nil, conc, dur, 200, rate) })
 	floorOpen.print("floor", 0)
 	before := renderHistogram(base)
-	rendOpen := measured(pid, func() *result { return loadAt(base+"/v1/workspaces/default/render", renderBody, nil, conc, dur, 200, rate) })
+	rendOpen := measured(pid, func() *result {
+		return loadAt(base+"/v1/workspaces/default/render", renderBody, nil, conc, dur, 200, rate)
+	})
 	rendOpen.print("render", rssKB(pid))
 	inLoom := handlerP99(before, renderHistogram(base))
 	fmt.Printf("\nrender throughput / floor (closed loop): %.2f (goal ≥ 0.50)\n", rend.rps/floorRes.rps)
