@@ -40,6 +40,12 @@ import (
 //     other processes write at the same time; it is opened without
 //     following a symlink.
 //   - A failure to read or write it costs only the query it saves.
+//
+// Cost: a handle saves the listing once at most, the first time it lists
+// from the database, which is all a one-shot render does; a long-lived
+// process (loom serve, loom chat) keeps its own listing in memory and does
+// not rewrite the file after every write it makes. A file that does not
+// hold is told by its first bytes (the key), without reading the rest.
 
 const (
 	listCacheMagic = "LOOMLST1"
@@ -103,8 +109,11 @@ func (s *SQLite) cachedList(ctx context.Context) ([]Memory, bool) {
 	if !ok {
 		return nil, false
 	}
-	data, err := readListCache(s.listCachePath())
-	if err != nil {
+	data, err := readListCache(s.listCachePath(), key)
+	switch {
+	case errors.Is(err, errOtherKey):
+		return nil, false
+	case err != nil:
 		if !errors.Is(err, os.ErrNotExist) {
 			listCacheBad.Add(1)
 		}
@@ -124,6 +133,9 @@ func (s *SQLite) cachedList(ctx context.Context) ([]Memory, bool) {
 
 // saveList saves out, the listing made at ver, if it is worth keeping.
 func (s *SQLite) saveList(ver string, out []Memory) {
+	if !s.listSaved.CompareAndSwap(false, true) {
+		return
+	}
 	key, ok := s.listKey(ver)
 	if !ok {
 		return
@@ -135,9 +147,13 @@ func (s *SQLite) saveList(ver string, out []Memory) {
 	writeListCache(s.listCachePath(), data)
 }
 
+// errOtherKey: the file holds a listing made under another key.
+var errOtherKey = errors.New("listing cache made under another key")
+
 // readListCache reads the file at path without following a symlink, and
-// only if it is a regular file within the bound.
-func readListCache(path string) ([]byte, error) {
+// only if it is a regular file within the bound. When its first bytes show
+// a well-formed key other than key, it stops there with errOtherKey.
+func readListCache(path, key string) ([]byte, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if err == syscall.ENOENT {
@@ -155,7 +171,19 @@ func readListCache(path string) ([]byte, error) {
 		return nil, errors.New("not a regular file within the bound")
 	}
 	data := make([]byte, st.Size())
-	if _, err := io.ReadFull(f, data); err != nil {
+	head := data[:min(len(data), len(listCacheMagic)+binary.MaxVarintLen64+len(key))]
+	if _, err := io.ReadFull(f, head); err != nil {
+		return nil, err
+	}
+	if string(head[:min(len(head), len(listCacheMagic))]) == listCacheMagic {
+		if l, k := binary.Uvarint(head[len(listCacheMagic):]); k > 0 {
+			at := len(listCacheMagic) + k
+			if l != uint64(len(key)) || at+len(key) > len(head) || string(head[at:at+len(key)]) != key {
+				return nil, errOtherKey
+			}
+		}
+	}
+	if _, err := io.ReadFull(f, data[len(head):]); err != nil {
 		return nil, err
 	}
 	return data, nil

@@ -36,6 +36,18 @@ func listed(t *testing.T, s *SQLite) []Memory {
 	return got
 }
 
+// listedAnew lists as a new process would: a handle of its own, which
+// saves the listing it makes.
+func listedAnew(t *testing.T, root string) []Memory {
+	t.Helper()
+	h, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	return listed(t, h)
+}
+
 func sameList(t *testing.T, what string, got, want []Memory) {
 	t.Helper()
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -59,11 +71,11 @@ func TestListCacheFollowsEveryWrite(t *testing.T) {
 	check := func(what string) {
 		t.Helper()
 		before := listCacheHits.Load()
-		sameList(t, what+" (listed again)", listed(t, s), fresh(t, s))
+		sameList(t, what+" (listed again)", listedAnew(t, root), fresh(t, s))
 		if listCacheHits.Load() != before {
 			t.Fatalf("%s: the first listing after a write came from the cache", what)
 		}
-		sameList(t, what+" (kept)", listed(t, s), fresh(t, s))
+		sameList(t, what+" (kept)", listedAnew(t, root), fresh(t, s))
 		if listCacheHits.Load() != before+1 {
 			t.Fatalf("%s: an unchanged database was listed again", what)
 		}
@@ -91,6 +103,27 @@ func TestListCacheFollowsEveryWrite(t *testing.T) {
 	check("delete by hand")
 }
 
+// A handle saves one listing at most: a long-lived process does not
+// rewrite the file after each of its writes.
+func TestListCacheSavedOncePerHandle(t *testing.T) {
+	s, _ := openTest(t)
+	add(t, s, NewMemory{Category: "global_rule", Content: "one"})
+	listed(t, s)
+	st1, err := os.Stat(s.listCachePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(t, s, NewMemory{Category: "global_rule", Content: "two"})
+	sameList(t, "after a write", listed(t, s), fresh(t, s))
+	st2, err := os.Stat(s.listCachePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(st1, st2) {
+		t.Fatal("the handle saved a second listing")
+	}
+}
+
 // A kept file that does not read back whole, or is not a plain file, or
 // belongs to another database, is never used: the listing comes from the
 // database and the file is replaced. A symlink in its place is not followed,
@@ -101,7 +134,7 @@ func TestListCacheUnusableFiles(t *testing.T) {
 		add(t, s, NewMemory{Category: "global_rule", Content: fmt.Sprintf("rule %d", i)})
 	}
 	want := fresh(t, s)
-	listed(t, s)
+	listedAnew(t, root)
 	path := s.listCachePath()
 	good, err := os.ReadFile(path)
 	if err != nil {
@@ -119,7 +152,7 @@ func TestListCacheUnusableFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	listed(t, o)
+	listedAnew(t, filepath.Join(root, "other"))
 	foreign, err := os.ReadFile(o.listCachePath())
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +181,7 @@ func TestListCacheUnusableFiles(t *testing.T) {
 			os.RemoveAll(path)
 			spoil()
 			hits := listCacheHits.Load()
-			sameList(t, name, listed(t, s), want)
+			sameList(t, name, listedAnew(t, root), want)
 			if listCacheHits.Load() != hits {
 				t.Fatal("the spoilt file was used")
 			}
@@ -158,7 +191,7 @@ func TestListCacheUnusableFiles(t *testing.T) {
 			if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() {
 				t.Fatalf("the file was not replaced by a good one: %v %v", st, err)
 			}
-			sameList(t, name+", kept again", listed(t, s), want)
+			sameList(t, name+", kept again", listedAnew(t, root), want)
 			if listCacheHits.Load() != hits+1 {
 				t.Fatal("the replaced file was not used")
 			}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite" // registers the "sqlite" driver; pure Go, no cgo
@@ -105,6 +106,9 @@ type SQLite struct {
 	// wmu serialises this process's writers; other processes wait on
 	// SQLite's busy timeout instead.
 	wmu sync.Mutex
+
+	// listSaved is set once this handle saved a listing (listcache.go).
+	listSaved atomic.Bool
 }
 
 var _ Store = (*SQLite)(nil)
