@@ -20,13 +20,27 @@ const partSep = "\n\n---\n\n"
 // summary. Nothing in it depends on the clock.
 func (st *state) assistantSections() []md.Node {
 	return []md.Node{
-		st.section("identity", st.identity()),
+		st.identitySection(),
 		st.bootstrap(),
 		st.section("tool_rules", st.toolSections(1)),
 		st.memorySection(),
 		st.activeSkills(),
 		st.skillsSummary(),
 	}
+}
+
+// identitySection is the identity part, kept as the same node while what
+// it is made from is the same, so that a re-render copies its text.
+func (st *state) identitySection() md.Node {
+	goos, goarch := runtimeOf(st.opts)
+	type key struct {
+		name, desc, emoji, posix, windows, goos, goarch string
+		cap                                             int
+		off                                             bool
+	}
+	k := key{st.cfg.Name, st.cfg.Description, st.cfg.Emoji, st.cfg.Runtime.Policy.POSIX, st.cfg.Runtime.Policy.Windows,
+		goos, goarch, st.sectionCap("identity"), st.disabled("identity")}
+	return st.memo(k, func() md.Node { return st.section("identity", st.identity()) })
 }
 
 func (st *state) identity() md.Node {
@@ -188,9 +202,12 @@ func (st *state) activeSkills() md.Node {
 	if st.skills == nil || st.disabled("active_skills") {
 		return nil
 	}
-	type key struct{ set *skills.Set }
-	return st.memo(key{st.skills}, func() md.Node {
-		return adopt(st.skills.Active(skills.PromptOptions{}), "active_skills", func(s *md.Scope) { s.Prio(prioActive) })
+	// The section is the same node while the same always-on skills are
+	// in it, whatever else in the set changed.
+	n := st.skills.Active(skills.PromptOptions{ActiveMemo: st.active})
+	type key struct{ n md.Node }
+	return st.memo(key{n}, func() md.Node {
+		return adopt(n, "active_skills", func(s *md.Scope) { s.Prio(prioActive) })
 	})
 }
 

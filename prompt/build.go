@@ -46,6 +46,7 @@ type state struct {
 	rendered  *md.Cache
 	skillsXML *md.XMLMemo
 	entries   *skills.EntryMemo
+	active    *skills.ActiveMemo
 	ws        *workspace.Workspace
 	cfg       *config.Config
 	opts      Options
@@ -75,7 +76,7 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 		return nil, err
 	}
 	opts = cleanOptions(opts)
-	st := &state{ws: ws, cfg: cfg, opts: opts, nodes: b.nodes, rendered: b.rendered, skillsXML: b.skillsXML, entries: b.skillsEntries}
+	st := &state{ws: ws, cfg: cfg, opts: opts, nodes: b.nodes, rendered: b.rendered, skillsXML: b.skillsXML, entries: b.skillsEntries, active: b.active}
 	st.preset = cfg.Preset
 	if opts.Preset != "" {
 		st.preset = opts.Preset

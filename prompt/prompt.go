@@ -157,6 +157,8 @@ type Builder struct {
 	skillsXML *md.XMLMemo
 	// skillsEntries keeps the catalogue's entry nodes by position.
 	skillsEntries *skills.EntryMemo
+	// active keeps the Active Skills section while its skills are the same.
+	active *skills.ActiveMemo
 	// recent are the last results for different options (a server renders
 	// for many users and channels), newest last; see lastFor.
 	recent []*lastRender
@@ -167,7 +169,7 @@ type Builder struct {
 
 // New returns a builder for ws.
 func New(ws *workspace.Workspace) *Builder {
-	return &Builder{ws: ws, nodes: newNodeCache(), rendered: md.NewCache(), skillsXML: md.NewXMLMemo(), skillsEntries: &skills.EntryMemo{}}
+	return &Builder{ws: ws, nodes: newNodeCache(), rendered: md.NewCache(), skillsXML: md.NewXMLMemo(), skillsEntries: &skills.EntryMemo{}, active: &skills.ActiveMemo{}}
 }
 
 // Workspace returns the builder's workspace.

@@ -150,8 +150,12 @@ type Loader struct {
 	// loadRoot), and each skill as the last Set showed it (see newSet).
 	rootMemo map[string]*rootMemo
 	// last is the last Set, made from lastRoots roots with lastDiags.
-	last      *Set
-	lastAll   []*Skill // the skills last made into a Set, in load order
+	last    *Set
+	lastAll []*Skill // the skills last made into a Set, in load order
+	// sortKeys are the names and ranks of the last sorted load, in load
+	// order, and sortPerm its sorted order (see sorted).
+	sortKeys  []sortKey
+	sortPerm  []int
 	lastRoots int
 	lastDiags workspace.Diagnostics
 	reusedAny bool // this load took something from rootMemo
@@ -255,7 +259,7 @@ func (l *Loader) Load() *Set {
 	if l.last != nil && (same || slices.Equal(all, l.lastAll)) && len(roots) == l.lastRoots && slices.Equal(diags, l.lastDiags) {
 		return l.last // nothing changed: the very same Set
 	}
-	l.lastAll = slices.Clone(all)
+	l.lastAll = all
 	l.last, l.lastRoots, l.lastDiags = l.newSet(all, diags), len(roots), diags
 	return l.last
 }
@@ -389,7 +393,7 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		reused    bool
 		skillName string // the name its place gives the skill
 	}
-	var jobs []job
+	jobs := make([]job, 0, len(entries))
 	var old []jobMemo
 	if prev != nil {
 		old = prev.jobs
@@ -457,7 +461,7 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		}()
 	}
 	wg.Wait()
-	var out []*Skill
+	out := make([]*Skill, 0, len(jobs))
 	var memo *rootMemo
 	if watched {
 		memo = &rootMemo{stamp: stamp, epoch: l.binsEpoch, jobs: make([]jobMemo, 0, len(jobs))}
@@ -593,8 +597,9 @@ type Set struct {
 	// the order of Skills.
 	Diagnostics workspace.Diagnostics
 
-	byName map[string]*Skill
-	id     uint64
+	byName     map[string]*Skill // made on the first Get
+	byNameOnce sync.Once
+	id         uint64
 }
 
 // newSet sorts the loaded skills and settles precedence. The skills a
@@ -602,18 +607,16 @@ type Set struct {
 // again): each goes into the Set as a copy with its status, or as the very
 // copy the last Set had when nothing about it changed (its base's final),
 // so that a caller that keeps what it built from a *Skill can keep it.
-func (l *Loader) newSet(all []*Skill, folderDiags workspace.Diagnostics) *Set {
-	sort.SliceStable(all, func(i, j int) bool {
-		if all[i].Name != all[j].Name {
-			return all[i].Name < all[j].Name
-		}
-		return all[i].rank < all[j].rank
-	})
-	s := &Set{Skills: make([]*Skill, len(all)), byName: make(map[string]*Skill, len(all))}
+func (l *Loader) newSet(loaded []*Skill, folderDiags workspace.Diagnostics) *Set {
+	all := l.sorted(loaded)
+	s := &Set{Skills: make([]*Skill, len(all))}
 	s.Diagnostics = append(s.Diagnostics, folderDiags...)
+	// Sorted by name, then precedence: the first of a name wins, and the
+	// others of that name follow it.
+	var win *Skill
 	for i, base := range all {
 		status, shadowedBy := base.Status, ""
-		win, lost := s.byName[base.Name]
+		lost := win != nil && win.Name == base.Name
 		switch {
 		case lost:
 			status, shadowedBy = StatusShadowed, win.Path
@@ -636,12 +639,49 @@ func (l *Loader) newSet(all []*Skill, folderDiags workspace.Diagnostics) *Set {
 		base.final = sk
 		s.Skills[i] = sk
 		if !lost {
-			s.byName[sk.Name] = sk
+			win = sk
 		}
 		s.Diagnostics = append(s.Diagnostics, sk.Diagnostics...)
 	}
 	s.id = setIDs.Add(1)
 	return s
+}
+
+type sortKey struct {
+	name string
+	rank int
+}
+
+// sorted returns the loaded skills (in load order) sorted by name and, within
+// a name, by precedence, stably. The order depends only on the names and
+// ranks in load order, so a load with the same ones as the last (a reload
+// after a skill's file changed) takes the last order again instead of
+// sorting.
+func (l *Loader) sorted(loaded []*Skill) []*Skill {
+	same := len(loaded) == len(l.sortKeys)
+	for i := 0; same && i < len(loaded); i++ {
+		same = loaded[i].Name == l.sortKeys[i].name && loaded[i].rank == l.sortKeys[i].rank
+	}
+	if !same {
+		idx := make([]int, len(loaded))
+		keys := make([]sortKey, len(loaded))
+		for i, sk := range loaded {
+			idx[i], keys[i] = i, sortKey{sk.Name, sk.rank}
+		}
+		sort.SliceStable(idx, func(a, b int) bool {
+			x, y := keys[idx[a]], keys[idx[b]]
+			if x.name != y.name {
+				return x.name < y.name
+			}
+			return x.rank < y.rank
+		})
+		l.sortKeys, l.sortPerm = keys, idx
+	}
+	out := make([]*Skill, len(loaded))
+	for k, i := range l.sortPerm {
+		out[k] = loaded[i]
+	}
+	return out
 }
 
 // setIDs numbers Sets.
@@ -654,6 +694,14 @@ func (s *Set) ID() uint64 { return s.id }
 // Get returns the skill that answers to name: the winner among skills of
 // that name, which may be broken.
 func (s *Set) Get(name string) (*Skill, bool) {
+	s.byNameOnce.Do(func() {
+		s.byName = make(map[string]*Skill, len(s.Skills))
+		for _, sk := range s.Skills {
+			if _, ok := s.byName[sk.Name]; !ok {
+				s.byName[sk.Name] = sk // the first of a name is the winner
+			}
+		}
+	})
 	sk, ok := s.byName[name]
 	return sk, ok
 }

@@ -3,6 +3,7 @@ package skills
 import (
 	"bytes"
 	"embed"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -61,6 +62,18 @@ type PromptOptions struct {
 	// between calls: an entry whose skill and priority are what they were
 	// is the node it was, found without a Reuse lookup.
 	Entries *EntryMemo
+	// ActiveMemo, when set, makes Active return the node it returned last
+	// while the always-on skills are the same ones.
+	ActiveMemo *ActiveMemo
+}
+
+// ActiveMemo keeps the last Active section (see PromptOptions.ActiveMemo).
+// It is safe for concurrent use.
+type ActiveMemo struct {
+	mu    sync.Mutex
+	level int
+	list  []*Skill
+	node  md.Node
 }
 
 // EntryMemo keeps the entry nodes of the last summary made with it (see
@@ -221,11 +234,32 @@ func listingEntry(sk *Skill, prio, lv int) *md.Scope {
 // none. The section is a scope named "active-skills" with no priority: it
 // is never dropped.
 func (s *Set) Active(opts PromptOptions) md.Node {
-	var parts []md.Node
-	for _, sk := range s.Usable() {
-		if !sk.Always() || !sk.Available || sk.Body == "" {
-			continue
+	var active []*Skill
+	for _, sk := range s.Skills {
+		if sk.usable() && sk.Always() && sk.Available && sk.Body != "" {
+			active = append(active, sk)
 		}
+	}
+	lv := level(opts, 1)
+	if m := opts.ActiveMemo; m != nil {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.list != nil && m.level == lv && slices.Equal(m.list, active) {
+			return m.node
+		}
+		m.list, m.level = active, lv
+		if m.list == nil {
+			m.list = []*Skill{}
+		}
+		m.node = activeNode(active, lv)
+		return m.node
+	}
+	return activeNode(active, lv)
+}
+
+func activeNode(active []*Skill, lv int) md.Node {
+	var parts []md.Node
+	for _, sk := range active {
 		if len(parts) > 0 {
 			parts = append(parts, md.Hr())
 		}
@@ -237,7 +271,7 @@ func (s *Set) Active(opts PromptOptions) md.Node {
 	if len(parts) == 0 {
 		return nil
 	}
-	return md.Sec(level(opts, 1), "Active Skills", md.Named("active-skills", parts...))
+	return md.Sec(lv, "Active Skills", md.Named("active-skills", parts...))
 }
 
 // describe is the skill's description as listed: a skill without one is
