@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/loomctx/loom/tokens"
@@ -57,6 +58,50 @@ func BenchmarkList(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkListWorkspace is a one-shot render's listing (every active
+// workspace-wide memory), each time through a new handle, as a new process
+// makes: from the database, and from the listing the last one kept beside
+// it (listcache.go).
+func BenchmarkListWorkspace(b *testing.B) {
+	for _, n := range []int{2000, 20000} {
+		root := b.TempDir()
+		s, err := Open(root)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ms := genMemories(n, 11)
+		for i := range ms {
+			ms[i].User = "" // all workspace-wide
+		}
+		if err := s.Import(ctx, ms); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+		for _, kept := range []bool{false, true} {
+			b.Run(fmt.Sprintf("n=%d/kept=%v", n, kept), func(b *testing.B) {
+				for b.Loop() {
+					b.StopTimer()
+					h, err := Open(root)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !kept {
+						os.Remove(h.listCachePath())
+					}
+					b.StartTimer()
+					got, err := h.List(ctx, Query{})
+					if err != nil || len(got) != n {
+						b.Fatal(len(got), err)
+					}
+					b.StopTimer()
+					h.Close()
+					b.StartTimer()
+				}
+			})
+		}
 	}
 }
 
