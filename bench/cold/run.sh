@@ -10,7 +10,11 @@
 #     table) and as `go run` links it (-ldflags='-s -w', go run's default,
 #     so what the README's `go run ./cmd/loom …` builds);
 #   - the median wall and CPU time of `loom --version` (both links: loom@ is
-#     go build's, run@ go run's) against the hello-world's.
+#     go build's, run@ go run's) against the hello-world's, and against a
+#     floor: the hello-world with the libraries the issue requires linked in
+#     (only blank-imported, so it runs their package initialisation and
+#     nothing else): prometheus/client_golang, pgx, modernc sqlite, the MCP
+#     go-sdk, and net/http. loom cannot start faster than that floor.
 #
 # With DEPS=1 it also prices each direct dependency: a program that only
 # blank-imports it, built cold the same way (CPU time and binary size).
@@ -43,23 +47,50 @@ cold_build() {
   echo "$t" | awk -v mb="$mb" '{printf "%.1f %d\n", $1+$2, mb}'
 }
 
-size_mb() { stat -c %s "$1" | awk '{printf "%.1f", $1/1048576}'; }
+size_mb() { stat -c %s "$1" | awk '{printf "%.1f (%.1f MB)", $1/1048576, $1/1e6}'; }
 
 mkdir -p "$tmp/hello"
 printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("loom version dev") }\n' >"$tmp/hello/main.go"
 printf 'module hello\n\ngo 1.26\n' >"$tmp/hello/go.mod"
 read -r hcpu hmb < <(cold_build "$tmp/hello" . "$tmp/hello-bin")
 
-printf "%-22s %12s %9s %10s %12s\n" build "cold CPU s" "cache MB" "binary MiB" "go run MiB"
-printf "%-22s %12s %9s %10s %12s\n" hello-world "$hcpu" "$hmb" "$(size_mb "$tmp/hello-bin")" "$(size_mb "$tmp/hello-bin-run")"
-startup=("hello=$tmp/hello-bin")
+# the floor, with loom's go.mod (at the last REF) so the versions match
+floorsrc="$tmp/floor"
+mkdir -p "$floorsrc"
+git -C "$repo" show "${refs[-1]}:go.mod" >"$floorsrc/go.mod"
+git -C "$repo" show "${refs[-1]}:go.sum" >"$floorsrc/go.sum"
+sed -i 's|^module .*|module floor|' "$floorsrc/go.mod"
+cat >"$floorsrc/main.go" <<'GO'
+package main
+
+import (
+	"fmt"
+
+	_ "github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/modelcontextprotocol/go-sdk/mcp"
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/prometheus/client_golang/prometheus/collectors"
+	_ "github.com/prometheus/client_golang/prometheus/promhttp"
+	_ "modernc.org/sqlite"
+	_ "net/http"
+)
+
+func main() { fmt.Println("loom version dev") }
+GO
+read -r fcpu fmb < <(cold_build "$floorsrc" . "$tmp/floor-bin")
+
+printf "%-22s %12s %9s %18s %18s\n" build "cold CPU s" "cache MB" "binary MiB" "go run MiB"
+printf "%-22s %12s %9s %18s %18s\n" hello-world "$hcpu" "$hmb" "$(size_mb "$tmp/hello-bin")" "$(size_mb "$tmp/hello-bin-run")"
+printf "%-22s %12s %9s %18s %18s\n" floor "$fcpu" "$fmb" "$(size_mb "$tmp/floor-bin")" "$(size_mb "$tmp/floor-bin-run")"
+startup=("hello=$tmp/hello-bin" "floor=$tmp/floor-bin")
 for ref in "${refs[@]}"; do
   name=$(git -C "$repo" rev-parse --short "$ref")
   src="$tmp/src-$name"
   mkdir -p "$src"
   git -C "$repo" archive "$ref" | tar -x -C "$src"
   read -r cpu mb < <(cold_build "$src" ./cmd/loom "$tmp/loom-$name")
-  printf "%-22s %12s %9s %10s %12s\n" "loom@$name" "$cpu" "$mb" "$(size_mb "$tmp/loom-$name")" "$(size_mb "$tmp/loom-$name-run")"
+  printf "%-22s %12s %9s %18s %18s\n" "loom@$name" "$cpu" "$mb" "$(size_mb "$tmp/loom-$name")" "$(size_mb "$tmp/loom-$name-run")"
   startup+=("loom@$name=$tmp/loom-$name --version" "run@$name=$tmp/loom-$name-run --version")
 done
 

@@ -3,7 +3,8 @@
 // alike, and the median, 10th and 90th percentile wall times are printed
 // with each median's ratio to the first command's; and the same for the
 // process's CPU time (user+system), which a machine busy with other work
-// disturbs less than the wall time.
+// disturbs less than the wall time. When a command is named "floor", the
+// last two columns give each median's ratio to the floor's.
 //
 //	go run ./bench/cold/startup -n 101 hello=/tmp/hello 'loom=/tmp/loom --version'
 package main
@@ -61,16 +62,30 @@ func main() {
 		}
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	var base, cpuBase time.Duration
-	fmt.Printf("%-14s %9s %9s %9s %7s %9s %7s\n", "command", "median ms", "p10 ms", "p90 ms", "ratio", "cpu ms", "ratio")
-	for i, c := range cmds {
+	var floor, cpuFloor time.Duration
+	for _, c := range cmds {
 		slices.Sort(c.times)
 		slices.Sort(c.cpu)
+		if c.name == "floor" {
+			floor, cpuFloor = c.times[len(c.times)/2], c.cpu[len(c.cpu)/2]
+		}
+	}
+	var base, cpuBase time.Duration
+	fmt.Printf("%-14s %9s %9s %9s %7s %9s %7s", "command", "median ms", "p10 ms", "p90 ms", "ratio", "cpu ms", "ratio")
+	if floor > 0 {
+		fmt.Printf(" %9s %9s", "÷floor", "cpu÷floor")
+	}
+	fmt.Println()
+	for i, c := range cmds {
 		med, cpu := c.times[len(c.times)/2], c.cpu[len(c.cpu)/2]
 		if i == 0 {
 			base, cpuBase = med, cpu
 		}
-		fmt.Printf("%-14s %9.2f %9.2f %9.2f %6.2fx %9.2f %6.2fx\n", c.name, ms(med), ms(c.times[len(c.times)/10]),
+		fmt.Printf("%-14s %9.2f %9.2f %9.2f %6.2fx %9.2f %6.2fx", c.name, ms(med), ms(c.times[len(c.times)/10]),
 			ms(c.times[len(c.times)*9/10]), float64(med)/float64(base), ms(cpu), float64(cpu)/float64(cpuBase))
+		if floor > 0 {
+			fmt.Printf(" %8.2fx %8.2fx", float64(med)/float64(floor), float64(cpu)/float64(cpuFloor))
+		}
+		fmt.Println()
 	}
 }
