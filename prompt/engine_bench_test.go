@@ -15,6 +15,7 @@ import (
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/workspace"
+	"golang.org/x/sys/unix"
 )
 
 // engineWorkspace generates a workspace with the shared generator and
@@ -223,6 +224,43 @@ func BenchmarkRenderFull(b *testing.B) {
 				}
 			}
 			reportCPU(b, start)
+		})
+	}
+}
+
+// BenchmarkStatFloor stats, relative to one open descriptor of the root,
+// every file a render of the workspace reads (the bootstrap files, the
+// long-term memory file, every skill file): the least a render without a
+// watch must do to see an edit, one system call per file.
+func BenchmarkStatFloor(b *testing.B) {
+	for _, size := range []string{"large", "x10"} {
+		b.Run(size, func(b *testing.B) {
+			dir := engineWorkspace(b, size)
+			var files []string
+			for _, f := range append(append([]string{}, prompt.BootstrapFiles...), "memory/MEMORY.md", "loom.yaml") {
+				files = append(files, f)
+			}
+			for _, pattern := range []string{"skills/*/SKILL.md", "agent/skills/*.md"} {
+				m, _ := filepath.Glob(filepath.Join(dir, pattern))
+				for _, p := range m {
+					rel, _ := filepath.Rel(dir, p)
+					files = append(files, rel)
+				}
+			}
+			root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer unix.Close(root)
+			start := cpuTime()
+			for b.Loop() {
+				var st unix.Stat_t
+				for _, f := range files {
+					unix.Fstatat(root, f, &st, 0)
+				}
+			}
+			reportCPU(b, start)
+			b.ReportMetric(float64(len(files)), "files")
 		})
 	}
 }

@@ -5,7 +5,8 @@
 #   - a re-render after one skill or bootstrap file changed (watched, and
 #     stat-validated) vs a full render in the same run, and vs nao's 2.2 ms
 #     (its React production build re-rendering its whole prompt, from
-#     ../shared/reference);
+#     ../shared/reference); without a watch, also vs a stat of every file the
+#     render reads (one system call per file, the least it can do);
 #   - a cold load of the x10 workspace's 2,000 skills vs `cat` of the same files.
 # Medians of COUNT runs (default 6). Each figure is given as wall time and as
 # the process's CPU time per operation (cpu-ns/op, which a machine shared
@@ -23,7 +24,7 @@ median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} m=(NR%2
 go test -run '^$' -bench 'BenchmarkRenderFull' -benchtime 1x ./prompt >/dev/null
 x10=${TMPDIR:-/tmp}/loom-engine-x10
 
-go test -run '^$' -bench 'BenchmarkRenderBudgeted|BenchmarkRerenderAfterEdit|BenchmarkRenderFull' \
+go test -run '^$' -bench 'BenchmarkRenderBudgeted|BenchmarkRerenderAfterEdit|BenchmarkRenderFull|BenchmarkStatFloor' \
   -benchmem -count "$count" ./prompt | tee -a "$out" >/dev/null
 # The benchmarks skip (and every figure would read nan) when the shared
 # workspace generator is not beside this checkout: say so and stop.
@@ -69,10 +70,15 @@ for size in large x10; do
   done
   full=$(ns "BenchmarkRenderFull/$size"); fullc=$(cpu "BenchmarkRenderFull/$size")
   row "full render (new builder), $size" "$full" "$fullc" "$(ratio "$full" "$nao") of nao's 2.2 ms"
+  # Without a watch a render must at least stat every file it reads.
+  st=$(ns "BenchmarkStatFloor/$size"); stc=$(cpu "BenchmarkStatFloor/$size")
+  row "stat of every file a render reads, $size" "$st" "$stc" "floor of watch=false"
   for w in true false; do
     for f in skill bootstrap; do
       v=$(ns "BenchmarkRerenderAfterEdit/$size/watch=$w/$f"); c=$(cpu "BenchmarkRerenderAfterEdit/$size/watch=$w/$f")
-      row "re-render after one $f edit, $size, watch=$w" "$v" "$c" "$(ratio "$v" "$full"); $(ratio "$c" "$fullc") of full; $(ratio "$v" "$nao") of nao (wall)"
+      extra=""
+      if [ "$w" = false ]; then extra="; $(ratio "$c" "$stc") of the stat floor (cpu)"; fi
+      row "re-render after one $f edit, $size, watch=$w" "$v" "$c" "$(ratio "$v" "$full"); $(ratio "$c" "$fullc") of full; $(ratio "$v" "$nao") of nao (wall)$extra"
     done
   done
 done
