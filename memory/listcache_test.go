@@ -97,6 +97,17 @@ func TestListCacheFollowsEveryWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("import through another handle")
+	// An import that fails (an id already there) rolls back whole, the
+	// trigger it drops for its rows included: later writes still count.
+	if err := other.Import(ctx, []Memory{{ID: "m_imported0001", Category: "global_rule", Content: "again"}}); err == nil {
+		t.Fatal("a second import of the same id was taken")
+	}
+	var triggers int
+	if err := s.db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'memories'`).Scan(&triggers); err != nil || triggers != 3 {
+		t.Fatalf("%d triggers on memories after a failed import (%v), want 3", triggers, err)
+	}
+	add(t, s, NewMemory{Category: "global_rule", Content: "after a failed import"})
+	check("add after a failed import")
 	if _, err := other.db.Exec(`DELETE FROM memories WHERE id = ?`, "m_imported0001"); err != nil {
 		t.Fatal(err)
 	}

@@ -614,6 +614,11 @@ func (s *SQLite) Import(ctx context.Context, ms []Memory) error {
 		if err != nil {
 			return err
 		}
+		// The change counter moves once for the whole import rather than
+		// once per row (see insertTrigger); a rollback restores the trigger.
+		if _, err := tx.ExecContext(ctx, `DROP TRIGGER memories_changed_insert`); err != nil {
+			return err
+		}
 		stmt, err := tx.PrepareContext(ctx, insertSQL+` ON CONFLICT (id) DO NOTHING`)
 		if err != nil {
 			return err
@@ -627,6 +632,12 @@ func (s *SQLite) Import(ctx context.Context, ms []Memory) error {
 			if k, _ := res.RowsAffected(); k == 0 {
 				return &userError{&ImportError{Index: i, ID: m.ID, Err: errors.New("id already exists in the store")}}
 			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE changes SET n = n + 1`); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, insertTrigger); err != nil {
+			return err
 		}
 		return tx.Commit()
 	})
