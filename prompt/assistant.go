@@ -216,16 +216,17 @@ func (st *state) skillsSummary() md.Node {
 		return nil
 	}
 	type key struct {
-		set    *skills.Set
-		preset string
-		cap    int
+		set      *skills.Set
+		preset   string
+		cap      int
+		budgeted bool
 	}
-	return st.memo(key{st.skills, st.preset, st.sectionCap("skills")}, func() md.Node {
+	return st.memo(key{st.skills, st.preset, st.sectionCap("skills"), st.budget > 0}, func() md.Node {
 		var n md.Node
 		if st.preset == Analyst {
 			n = st.skills.Listing(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get})
 		} else {
-			n = st.skills.Summary(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get, XMLMemo: st.skillsXML, Entries: st.entries})
+			n = st.skills.Summary(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get, XMLMemo: st.skillsXML, Entries: st.entries, Unbudgeted: st.budget <= 0})
 		}
 		return adopt(n, "skills", func(s *md.Scope) {
 			if c := st.sectionCap("skills"); c > 0 {

@@ -272,3 +272,36 @@ func sameReport(a, b prompt.Report) bool {
 	return a.Encoding == b.Encoding && a.Tokens == b.Tokens && reflect.DeepEqual(a.Budget, b.Budget) &&
 		a.Preset == b.Preset && reflect.DeepEqual(a.Diagnostics, b.Diagnostics) && reflect.DeepEqual(a.Sections(), b.Sections())
 }
+
+// Without a budget the skills catalogue is not wrapped in the scope a
+// budget needs for its notice; the prompt and every count are the same as
+// with a budget that drops nothing.
+func TestUnbudgetedSummaryMatchesBudgeted(t *testing.T) {
+	dir := incrementalWorkspace(t)
+	opts := prompt.Options{GOOS: "linux", GOARCH: "amd64"}
+	plain := render(t, dir, opts)
+	opts.Budget = 1_000_000
+	budgeted := render(t, dir, opts)
+	if plain.Prompt != budgeted.Prompt {
+		t.Fatalf("the prompt differs with a budget that drops nothing:\n%s\n----\n%s", plain.Prompt, budgeted.Prompt)
+	}
+	if plain.Report.Tokens != budgeted.Report.Tokens {
+		t.Fatalf("tokens %d without a budget, %d with one", plain.Report.Tokens, budgeted.Report.Tokens)
+	}
+	counts := map[string]int{}
+	for _, e := range budgeted.Report.Sections() {
+		counts[e.Name] = e.Tokens
+	}
+	n := 0
+	for _, e := range plain.Report.Sections() {
+		if strings.HasPrefix(e.Name, "skill") {
+			n++
+			if counts[e.Name] != e.Tokens {
+				t.Errorf("%s: %d tokens without a budget, %d with one", e.Name, e.Tokens, counts[e.Name])
+			}
+		}
+	}
+	if n < 30 {
+		t.Fatalf("only %d skill entries in the report", n)
+	}
+}

@@ -62,6 +62,12 @@ type PromptOptions struct {
 	// between calls: an entry whose skill and priority are what they were
 	// is the node it was, found without a Reuse lookup.
 	Entries *EntryMemo
+	// Unbudgeted says the summary is rendered without a token budget, so
+	// nothing in it is dropped: its list then needs no scope of its own
+	// for the notice of what was dropped, and is not wrapped in one (the
+	// text is the same; a render after one entry changed copies one level
+	// of scopes fewer).
+	Unbudgeted bool
 	// ActiveMemo, when set, makes Active return the node it returned last
 	// while the always-on skills are the same ones.
 	ActiveMemo *ActiveMemo
@@ -173,6 +179,9 @@ func (s *Set) Summary(opts PromptOptions) md.Node {
 	catalogue := md.XML("skills", nil, entries...)
 	if opts.XMLMemo != nil {
 		catalogue.Memo(opts.XMLMemo)
+	}
+	if opts.Unbudgeted {
+		return md.Sec(level(opts, 1), "Skills", md.Group{md.Raw(assistantIntro), catalogue})
 	}
 	body := md.Named("skills", md.Raw(assistantIntro), catalogue).OnDrop(moreNotice(list))
 	return md.Sec(level(opts, 1), "Skills", body)
