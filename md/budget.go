@@ -476,6 +476,25 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	if hi >= 0 && lo > hi {
 		lo = 0 // not monotone: search the whole bracket below hi
 	}
+	// over reports whether cut m is over the budget. A cut one drop short
+	// of one that fits is not rendered when the scope it keeps cannot fit in
+	// the room that cut left, even if joining it saved fillSlack tokens: the
+	// bound fill uses for every other scope.
+	over := func(m int) (bool, error) {
+		if a, ok := tries[m+1]; ok && a.tokens <= budget {
+			if d := p.order[m]; !p.scopes[d].s.Truncatable {
+				p.setCut(m + 1)
+				if !p.covered(d) && a.tokens+p.ownCost(d, cost)-p.newFreed(c).of(d)-fillSlack > budget {
+					return true, nil
+				}
+			}
+		}
+		a, err := try(m)
+		if err != nil {
+			return false, err
+		}
+		return a.tokens > budget, nil
+	}
 	if hi < 0 {
 		// Gallop up from lo.
 		for step := 1; hi < 0; step *= 2 {
@@ -497,11 +516,11 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 		// Gallop down from hi while the bracket is wide.
 		for step := 1; hi-lo > 2*step; step *= 2 {
 			next := hi - step
-			a, err := try(next)
+			isOver, err := over(next)
 			if err != nil {
 				return Result{}, err
 			}
-			if a.tokens > budget {
+			if isOver {
 				lo = next
 				break
 			}
@@ -510,14 +529,14 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	}
 	for hi-lo > 1 {
 		m := (lo + hi) / 2
-		a, err := try(m)
+		isOver, err := over(m)
 		if err != nil {
 			return Result{}, err
 		}
-		if a.tokens <= budget {
-			hi, best = m, a
-		} else {
+		if isOver {
 			lo = m
+		} else {
+			hi = m
 		}
 	}
 	best = tries[hi]
@@ -574,59 +593,27 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	p := sr.p
 	budget := rd.budget
 	rejected := map[int]bool{}
-	covered := func(d int) bool {
-		for a := p.scopes[d].parent; a >= 0; a = p.scopes[a].parent {
-			if p.drop[a] {
-				return true
-			}
-		}
-		return false
-	}
-	// ownCost is what keeping d adds while the scopes inside it that are
-	// dropped stay dropped.
-	ownCost := func(d int) int {
-		n := cost[d]
-		end := d + p.scopes[d].size
-		for e := d + 1; e <= end; e++ {
-			if !p.drop[e] {
-				continue
-			}
-			inner := false
-			for a := p.scopes[e].parent; a > d; a = p.scopes[a].parent {
-				if p.drop[a] {
-					inner = true
-					break
-				}
-			}
-			if !inner {
-				n -= cost[e]
-			}
-		}
-		return max(n, 0)
-	}
+	covered := p.covered
+	ownCost := func(d int) int { return p.ownCost(d, cost) }
 	render := func() (attempt, error) {
 		if debugTries != nil {
 			debugTries(-1)
 		}
 		return sr.render()
 	}
-	// over[parent] is the least that keeping one scope of that parent
-	// was seen to add beyond the scope's own count (a list marker, a
-	// separator): once a render showed it, a scope of the same parent whose
-	// count plus that, less the slack, is over the room left is not tried.
-	over := map[int]int{}
-	bound := func(d int) int {
-		own := ownCost(d)
-		if o, ok := over[p.scopes[d].parent]; ok {
-			return own + o - fillSlack
-		}
-		return own - fillSlack
-	}
+	// bound is the least keeping d can add: its own count, less what its
+	// being dropped put in the text (see freedMemo) and the slack. (What a
+	// render showed keeping one scope adds beyond its count says nothing
+	// about another's: a heading comes back with the first entry of its
+	// section only.)
+	var freed *freedMemo
+	bound := func(d int) int { return ownCost(d) - freed.of(d) - fillSlack }
 	// adds estimates what keeping d adds: its own count and its share of
 	// what its parent adds around each child.
 	adds := func(d int) int { return ownCost(d) + int(math.Round(share(d))) }
 	for round := 0; round < 64; round++ {
 		room := budget - cur.tokens
+		freed = p.newFreed(rd.counter) // the drops are cur's
 		var batch []int
 		est := 0
 		for j := k - 1; j >= 0; j-- {
@@ -723,11 +710,6 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		d := batch[lo]
 		p.need[d] = tried[lo+1].tokens
 		rejected[d] = true
-		if o := tried[lo+1].tokens - tried[lo].tokens - ownCost(d); o >= 0 {
-			if prev, ok := over[p.scopes[d].parent]; !ok || o < prev {
-				over[p.scopes[d].parent] = o
-			}
-		}
 		cur, err = try(lo)
 		if err != nil {
 			return attempt{}, err
@@ -1177,6 +1159,87 @@ func (p *plan) setCut(k int) {
 	for _, idx := range p.order[:k] {
 		p.drop[idx] = true
 	}
+}
+
+// covered reports whether a scope around d is dropped.
+func (p *plan) covered(d int) bool {
+	for a := p.scopes[d].parent; a >= 0; a = p.scopes[a].parent {
+		if p.drop[a] {
+			return true
+		}
+	}
+	return false
+}
+
+// ownCost is what keeping d adds, by the costs, while the scopes inside it
+// that are dropped stay dropped.
+func (p *plan) ownCost(d int, cost []int) int {
+	n := cost[d]
+	end := d + p.scopes[d].size
+	for e := d + 1; e <= end; e++ {
+		if !p.drop[e] {
+			continue
+		}
+		inner := false
+		for a := p.scopes[e].parent; a > d; a = p.scopes[a].parent {
+			if p.drop[a] {
+				inner = true
+				break
+			}
+		}
+		if !inner {
+			n -= cost[e]
+		}
+	}
+	return max(n, 0)
+}
+
+// freedMemo tells what dropping a scope put into the text that keeping it
+// would take out again, for the plan's current drops: the scope's Instead,
+// and the notice of each scope around it that counts it among its dropped.
+// A scope's own cost less this bounds what keeping it adds from below.
+type freedMemo struct {
+	p       *plan
+	c       Counter
+	dropped map[int]int // scopes dropped inside a scope with a notice
+}
+
+func (p *plan) newFreed(c Counter) *freedMemo {
+	return &freedMemo{p: p, c: c, dropped: map[int]int{}}
+}
+
+// of returns how many tokens keeping dropped scope d takes out, at most:
+// each text counted with room for the separator that goes with it.
+func (f *freedMemo) of(d int) int {
+	p := f.p
+	n := 0
+	if s := p.scopes[d].s; s.Instead != nil {
+		n += f.c.Count(String(s.Instead)) + 2
+	}
+	for a := p.scopes[d].parent; a >= 0; a = p.scopes[a].parent {
+		s := p.scopes[a].s
+		if s.Notice == nil {
+			continue
+		}
+		k, ok := f.dropped[a]
+		if !ok {
+			end := a + p.scopes[a].size
+			for e := a + 1; e <= end; e++ {
+				if p.drop[e] {
+					k++
+					e += p.scopes[e].size
+				}
+			}
+			f.dropped[a] = k
+		}
+		switch {
+		case k == 1:
+			n += f.c.Count(String(s.Notice(1))) + 2 // the notice goes
+		case k > 1:
+			n += max(f.c.Count(String(s.Notice(k)))-f.c.Count(String(s.Notice(k-1))), 0)
+		}
+	}
+	return n
 }
 
 // ancestorDropped reports whether a scope around idx is among the first k

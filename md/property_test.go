@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/tokens"
 )
 
 // randomTree builds a prompt-like tree: fixed parts, sections of prioritised
@@ -223,6 +224,99 @@ func TestCacheGivesTheSameBudgetedRenderWithLargeScopes(t *testing.T) {
 			}
 			if !sameReport(got.Report, want.Report) {
 				t.Fatalf("seed %d round %d: report differs\n%+v\n%+v", seed, round, show(got.Report), show(want.Report))
+			}
+		}
+	}
+}
+
+// memoryTree is a prompt like the assistant's, with text whose tokens join
+// across the seams a budget makes (punctuation, digits, markers): lists of
+// prioritised entries under category headings with a notice, an XML
+// catalogue of prioritised entries, and fixed text. Every scope has its
+// own name.
+func memoryTree(rng *rand.Rand) md.Node {
+	pieces := []string{"tea", "Tea.", "x/y", "42", "-", "a.b", "(note)", "é", "!", "it's", "--flag", "#", "`code`", "1.5"}
+	text := func() string {
+		var b strings.Builder
+		for i := range 1 + rng.IntN(7) {
+			if i > 0 && rng.IntN(4) > 0 {
+				b.WriteString(" ")
+			}
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	n := 0
+	name := func(p string) string { n++; return fmt.Sprintf("%s%d", p, n) }
+	var cats []md.Node
+	for range 1 + rng.IntN(3) {
+		var items []md.Node
+		for range 1 + rng.IntN(8) {
+			items = append(items, md.Named(name("m"), md.Item(md.Text(text()))).Prio(100+rng.IntN(50)))
+		}
+		cats = append(cats, md.Sec(3, name("Cat"), md.UL(items...)))
+	}
+	var skills []md.Node
+	for range rng.IntN(6) {
+		skills = append(skills, md.Named(name("s"), md.XML("skill", nil, md.XML("name", nil, md.Text(text())), md.XML("description", nil, md.Text(text())))).Prio(rng.IntN(60)))
+	}
+	return md.Doc(
+		md.Named(name("intro"), md.Text(text())),
+		md.Named(name("skills"), md.XML("skills", nil, skills...)),
+		md.Named(name("memories"), md.Sec(2, "Memory", md.Group(cats))).OnDrop(func(k int) md.Node {
+			return md.Textf("%d more memories were left out.", k)
+		}),
+		md.Named(name("rule"), md.Text(text())).Prio(rng.IntN(200)),
+	)
+}
+
+// With an exact encoding, whose tokens can join across the places scopes
+// are dropped from: the text fits, and the kept set is maximal: keeping any
+// one scope that was dropped to fit, with everything around it kept, makes
+// a prompt over the budget.
+func TestBudgetIsMaximalWithAnExactEncoding(t *testing.T) {
+	c, err := tokens.Uncached(tokens.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, err := tokens.Get(tokens.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(1000) {
+		rng := rand.New(rand.NewPCG(seed, 23))
+		tree := memoryTree(rng)
+		full := c.Count(md.String(tree))
+		budget := 1 + rng.IntN(full+3)
+		res, err := md.NewRenderer(md.WithCounter(exact), md.WithBudget(budget)).Render(tree)
+		if err != nil {
+			continue // over budget with everything droppable dropped
+		}
+		if got := c.Count(res.Text); got > budget || got != res.Report.Tokens {
+			t.Fatalf("seed %d: %d tokens (report %d), budget %d", seed, got, res.Report.Tokens, budget)
+		}
+		drop := map[string]bool{}
+		var direct []string
+		for _, e := range res.Report.Sections() {
+			if e.Status == md.Dropped {
+				drop[e.Name] = true
+				if strings.HasPrefix(e.Reason, "dropped to fit") {
+					direct = append(direct, e.Name)
+				}
+			}
+		}
+		if got := md.RenderDropping(tree, c, drop); got != res.Text {
+			t.Fatalf("seed %d: the report's drops render\n%q\nnot\n%q", seed, got, res.Text)
+		}
+		for _, name := range direct {
+			delete(drop, name)
+			text := md.RenderDropping(tree, c, drop)
+			drop[name] = true
+			if text == res.Text {
+				continue // inside a scope that stays dropped
+			}
+			if got := c.Count(text); got <= budget {
+				t.Fatalf("seed %d budget %d: keeping %s as well makes %d tokens: not maximal\n%s", seed, budget, name, got, text)
 			}
 		}
 	}
