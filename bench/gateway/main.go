@@ -7,7 +7,11 @@
 // streamed chat completions for D, first straight to the upstream, then
 // through loom, in the same run, and the command prints, for each, req/s,
 // errors, and time to first byte and to the whole response (p50, p99, max),
-// then what loom added: the difference of the two at each percentile.
+// then what loom added: the difference of the two at each percentile. On a
+// small machine the closed loop at C clients measures mostly its own queue
+// for the CPU, which the load generator, the upstream and loom share; so
+// both are then also driven open-loop, at one fixed rate (half loom's
+// closed-loop throughput), with times counted from each request's due time.
 package main
 
 import (
@@ -155,17 +159,32 @@ func run(loom, ws string, conc int, dur time.Duration) error {
 		via.upCPU = perRequest(cpuTime(up.Process.Pid)-upCPU, via)
 		via.genCPU = perRequest(cpuTime(os.Getpid())-genCPU, via)
 		via.print(fmt.Sprintf("loom/%d", c))
-		fmt.Printf("%-8s %9s %7s | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f\n", "added", "", "",
-			ms(via.p(via.ttfb, .5)-direct.p(direct.ttfb, .5)), ms(via.p(via.ttfb, .99)-direct.p(direct.ttfb, .99)), ms(via.p(via.ttfb, 1)-direct.p(direct.ttfb, 1)),
-			ms(via.p(via.total, .5)-direct.p(direct.total, .5)), ms(via.p(via.total, .99)-direct.p(direct.total, .99)), ms(via.p(via.total, 1)-direct.p(direct.total, 1)))
+		added(direct, via)
 		lastDirect, lastVia = direct, via
 	}
+	// Open loop: both targets at one fixed rate, half what loom managed
+	// in the closed loop, so that neither is saturated and the added
+	// latency is loom's work rather than the closed loop's queue.
+	rate := lastVia.rps / 2
+	fmt.Printf("\nopen loop: %d connections, %.0f req/s offered to each, times from each request's due time\n", conc, rate)
+	directAt := loadAt("http://"+upAddr+"/v1/chat/completions", body, nil, conc, dur, rate)
+	directAt.print("direct@")
+	viaAt := loadAt("http://"+addr+"/v1/chat/completions", body, map[string]string{"X-Loom-Session": "bench"}, conc, dur, rate)
+	viaAt.print("loom@")
+	added(directAt, viaAt)
 	fmt.Printf("\nthroughput through loom / direct at %d clients: %.2f\n", conc, lastVia.rps/lastDirect.rps)
 	fmt.Printf("CPU per request at %d clients (user+system, whatever else loads the machine): loom %.0f µs; the upstream %.0f µs direct, %.0f µs behind loom (it reads loom's prompt); loom / upstream direct %.1f×\n",
 		conc, lastVia.cpu*1e6, lastDirect.cpu*1e6, lastVia.upCPU*1e6, lastVia.cpu/lastDirect.cpu)
 	fmt.Printf("the load generator's own CPU per request (the same client both ways): %.0f µs direct, %.0f µs through loom\n",
 		lastDirect.genCPU*1e6, lastVia.genCPU*1e6)
 	return nil
+}
+
+// added prints what going through loom added at each percentile.
+func added(direct, via *result) {
+	fmt.Printf("%-8s %9s %7s | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f\n", "added", "", "",
+		ms(via.p(via.ttfb, .5)-direct.p(direct.ttfb, .5)), ms(via.p(via.ttfb, .99)-direct.p(direct.ttfb, .99)), ms(via.p(via.ttfb, 1)-direct.p(direct.ttfb, 1)),
+		ms(via.p(via.total, .5)-direct.p(direct.total, .5)), ms(via.p(via.total, .99)-direct.p(direct.total, .99)), ms(via.p(via.total, 1)-direct.p(direct.total, 1)))
 }
 
 type result struct {
@@ -231,48 +250,103 @@ func load(url string, body []byte, headers map[string]string, conc int, dur time
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var ttfb, all []time.Duration
-			errs := 0
+			var one result
 			buf := make([]byte, 32<<10)
 			for ctx.Err() == nil {
-				req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				for k, v := range headers {
-					req.Header.Set(k, v)
-				}
 				t := time.Now()
-				res, err := client.Do(req)
-				if err != nil {
-					if ctx.Err() == nil {
-						errs++
-					}
-					continue
+				if !send(client, url, body, headers, buf, t, &one) && ctx.Err() == nil {
+					one.errs++
 				}
-				n, err := res.Body.Read(buf)
-				first := time.Since(t)
-				size := n
-				for err == nil {
-					n, err = res.Body.Read(buf)
-					size += n
-				}
-				res.Body.Close()
-				if res.StatusCode != 200 || size != len(reply) {
-					errs++
-					continue
-				}
-				ttfb = append(ttfb, first)
-				all = append(all, time.Since(t))
 			}
-			mu.Lock()
-			total.ttfb = append(total.ttfb, ttfb...)
-			total.total = append(total.total, all...)
-			total.errs += errs
-			mu.Unlock()
+			total.merge(&mu, &one)
 		}()
 	}
 	wg.Wait()
-	slices.Sort(total.ttfb)
-	slices.Sort(total.total)
-	total.rps = float64(len(total.total)) / time.Since(begin).Seconds()
-	return total
+	return total.finish(begin)
+}
+
+// loadAt sends rate requests per second over conc connections for dur, on
+// a fixed schedule: request i is due at start + i/rate, whether or not the
+// answers to earlier ones have come, and its times run from when it was
+// due. Below the machine's capacity this measures what a request costs
+// rather than how long the closed loop's queue is.
+func loadAt(url string, body []byte, headers map[string]string, conc int, dur time.Duration, rate float64) *result {
+	tr := &http.Transport{MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	n := int(rate * dur.Seconds())
+	due := make(chan time.Time, conc)
+	begin := time.Now()
+	go func() {
+		for i := range n {
+			due <- begin.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+		}
+		close(due)
+	}()
+	var mu sync.Mutex
+	total := &result{}
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var one result
+			buf := make([]byte, 32<<10)
+			for t := range due {
+				time.Sleep(time.Until(t))
+				if !send(client, url, body, headers, buf, t, &one) {
+					one.errs++
+				}
+			}
+			total.merge(&mu, &one)
+		}()
+	}
+	wg.Wait()
+	return total.finish(begin)
+}
+
+// send posts one request and reads the whole streamed answer, adding its
+// time to first byte and to the end, counted from t, to r; false is an
+// error.
+func send(client *http.Client, url string, body []byte, headers map[string]string, buf []byte, t time.Time, r *result) bool {
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	n, err := res.Body.Read(buf)
+	first := time.Since(t)
+	size := n
+	for err == nil {
+		n, err = res.Body.Read(buf)
+		size += n
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || size != len(reply) {
+		return false
+	}
+	r.ttfb = append(r.ttfb, first)
+	r.total = append(r.total, time.Since(t))
+	return true
+}
+
+// merge adds one client's times and errors to r.
+func (r *result) merge(mu *sync.Mutex, one *result) {
+	mu.Lock()
+	r.ttfb = append(r.ttfb, one.ttfb...)
+	r.total = append(r.total, one.total...)
+	r.errs += one.errs
+	mu.Unlock()
+}
+
+// finish sorts the times and works out the rate since begin.
+func (r *result) finish(begin time.Time) *result {
+	slices.Sort(r.ttfb)
+	slices.Sort(r.total)
+	r.rps = float64(len(r.total)) / time.Since(begin).Seconds()
+	return r
 }
