@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -155,6 +156,14 @@ func (p *scan) str() ([]byte, bool) {
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
 		return nil, false
 	}
+	// Most strings have no escape: find the closing quote at once.
+	if q := bytes.IndexByte(p.b[p.i+1:], '"'); q >= 0 {
+		raw := p.b[p.i+1 : p.i+1+q]
+		if bytes.IndexByte(raw, '\\') < 0 && !hasControl(raw) && utf8.Valid(raw) {
+			p.i += q + 2
+			return raw, true
+		}
+	}
 	start, escaped := p.i, false
 	for j := p.i + 1; j < len(p.b); j++ {
 		switch c := p.b[j]; {
@@ -262,4 +271,25 @@ func validNumber(b []byte) bool {
 		}
 	}
 	return i == len(b)
+}
+
+// hasControl reports whether b holds a byte below 0x20, which a JSON
+// string may not hold raw; eight bytes at a time.
+func hasControl(b []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(b) >= 8 {
+		x := binary.LittleEndian.Uint64(b)
+		// A byte below 0x20 borrows into its high bit when 0x20 is taken
+		// from it, and had that bit clear.
+		if (x-0x20*ones)&^x&highs != 0 {
+			return true
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
@@ -91,4 +92,82 @@ func TestValidNumberAgreesWithJSON(t *testing.T) {
 			t.Errorf("%q: validNumber %v, json.Valid %v", s, got, want)
 		}
 	}
+}
+
+func TestHasControl(t *testing.T) {
+	for n := 0; n < 20; n++ {
+		for at := -1; at < n; at++ {
+			for _, bad := range []byte{0x00, 0x01, 0x1f} {
+				b := make([]byte, n)
+				for i := range b {
+					b[i] = byte('a' + i%26)
+					if i%5 == 3 {
+						b[i] = 0xe9 // a high byte next to the checked one
+					}
+					if i%7 == 2 {
+						b[i] = 0x20
+					}
+				}
+				if at >= 0 {
+					b[at] = bad
+				}
+				if got := hasControl(b); got != (at >= 0) {
+					t.Fatalf("%q: hasControl %v", b, got)
+				}
+			}
+		}
+	}
+}
+
+// FuzzSplitRequestAgrees: when splitRequest reads a body, its fields and
+// messages are what encoding/json reads (compared as compacted JSON).
+func FuzzSplitRequestAgrees(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"x"}]}`,
+		` { "messages" : [ {"role":"user"} , 1 , "s" , [2] ] , "a\u0062" : {"x":[1,2]} } `,
+		`{"messages":[]}`, `{"messages":{}}`, `{"messages":null}`, `{}`, `[]`, `{"a":1,"a":2}`,
+		"{\"k\xff\":1,\"messages\":[{}]}", `{"messages":[{"role":"user","content":"a\"b\\c"}],"temperature":0.2}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fields, raws, fast := splitRequest(body)
+		if !fast {
+			return
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(body, &want); err != nil || want == nil {
+			t.Fatalf("%q: split, but encoding/json says %v", body, err)
+		}
+		compact := func(r json.RawMessage) string {
+			var b bytes.Buffer
+			if err := json.Compact(&b, r); err != nil {
+				t.Fatalf("%q: a field is not JSON: %q", body, r)
+			}
+			return b.String()
+		}
+		if len(fields) != len(want) {
+			t.Fatalf("%q: %d fields, encoding/json %d", body, len(fields), len(want))
+		}
+		for k, v := range want {
+			if got, ok := fields[k]; !ok || compact(got) != compact(v) {
+				t.Fatalf("%q: field %q = %q, encoding/json %q", body, k, got, v)
+			}
+		}
+		var wantRaws []json.RawMessage
+		if json.Unmarshal(want["messages"], &wantRaws) != nil || len(wantRaws) == 0 {
+			if raws != nil {
+				t.Fatalf("%q: messages split as %q, encoding/json reads no non-empty array", body, raws)
+			}
+			return
+		}
+		if len(raws) != len(wantRaws) {
+			t.Fatalf("%q: %d messages, encoding/json %d", body, len(raws), len(wantRaws))
+		}
+		for i := range raws {
+			if compact(raws[i]) != compact(wantRaws[i]) {
+				t.Fatalf("%q: message %d = %q, encoding/json %q", body, i, raws[i], wantRaws[i])
+			}
+		}
+	})
 }

@@ -173,12 +173,16 @@ func plainName(s string) bool {
 
 func decode(r *http.Request, body []byte) (*request, error) {
 	q := &request{}
-	if err := json.Unmarshal(body, &q.fields); err != nil || q.fields == nil {
+	fields, raws, fast := splitRequest(body)
+	if fast {
+		q.fields = fields
+	} else if err := json.Unmarshal(body, &q.fields); err != nil || q.fields == nil {
 		return nil, ferr("", "the request body must be a JSON object")
 	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(q.fields["messages"], &raws); err != nil || len(raws) == 0 {
-		return nil, ferr("messages", "must be a non-empty array of messages")
+	if len(raws) == 0 {
+		if err := json.Unmarshal(q.fields["messages"], &raws); err != nil || len(raws) == 0 {
+			return nil, ferr("messages", "must be a non-empty array of messages")
+		}
 	}
 	if s, ok := q.fields["stream"]; ok && string(s) != "null" {
 		if err := json.Unmarshal(s, &q.stream); err != nil {
@@ -254,6 +258,57 @@ func decode(r *http.Request, body []byte) (*request, error) {
 		return nil, ferr(fmt.Sprintf("messages[%d]", i), "%v", json.Unmarshal(raw, &m))
 	}
 	return q, nil
+}
+
+// splitRequest reads a request body in one check and one pass: its
+// top-level fields as raw values, and the messages array's elements, both
+// slices of body. encoding/json checked the body, decoded it into a map,
+// then checked and decoded the messages again. fast is false for a body
+// that is not a JSON object with distinct keys, which the caller decodes
+// with encoding/json for its error; raws is nil when "messages" is not a
+// non-empty array (TestSplitRequestAgrees).
+func splitRequest(body []byte) (fields map[string]json.RawMessage, raws []json.RawMessage, fast bool) {
+	if !json.Valid(body) {
+		return nil, nil, false
+	}
+	p := &scan{b: body}
+	p.ws()
+	if !p.eat('{') {
+		return nil, nil, false
+	}
+	fields = make(map[string]json.RawMessage, 8)
+	if !p.members(func(key []byte) bool {
+		p.ws()
+		start := p.i
+		if !p.skip() {
+			return false
+		}
+		if _, dup := fields[string(key)]; dup {
+			return false // encoding/json keeps the last; left to it
+		}
+		fields[string(key)] = body[start:p.i:p.i]
+		return true
+	}) {
+		return nil, nil, false
+	}
+	if m := fields["messages"]; len(m) > 0 && m[0] == '[' {
+		a := &scan{b: m}
+		a.i = 1
+		if !a.eat(']') {
+			for {
+				a.ws()
+				start := a.i
+				if !a.skip() {
+					return fields, nil, true
+				}
+				raws = append(raws, m[start:a.i:a.i])
+				if !a.eat(',') {
+					break
+				}
+			}
+		}
+	}
+	return fields, raws, true
 }
 
 // contentText is a system message's text: the text, or its text parts
