@@ -281,7 +281,7 @@ func FuzzDecodeList(f *testing.F) {
 	f.Add(encodeList("", nil))
 	f.Add([]byte(listCacheMagic))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ms, key, err := decodeList(data)
+		ms, key, err := decodeList(bytes.Clone(data)) // it keeps what it is given
 		if err != nil {
 			return
 		}
