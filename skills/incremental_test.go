@@ -147,3 +147,67 @@ func TestWatchedLoadRechecksAvailability(t *testing.T) {
 	}
 	sameAsFresh(t, dir, s2, noBuiltins(env(nil, vars, "linux")))
 }
+
+// A reload after a few skill files changed patches the last Set in place
+// (patchSet) instead of settling every skill again; each result equals a
+// fresh load: a shadowing winner and its loser edited, a skill broken (its
+// diagnostics change in number, so the Set is made whole) and mended, two
+// edited at once. Watched and not.
+func TestPatchedSetEqualsFresh(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		dir := t.TempDir()
+		files := map[string]string{
+			"skills/b/SKILL.md": skillMD("b", "Beta."),
+			"agent/skills/b.md": skillMD("b", "Flat beta."),
+			"agent/skills/z.md": skillMD("z", "Zed."),
+		}
+		for _, n := range []string{"a", "c", "d", "e", "f", "g"} {
+			files["skills/"+n+"/SKILL.md"] = skillMD(n, "Skill "+n+".")
+		}
+		writeFiles(t, dir, files)
+		ws := openWS(t, dir)
+		if watch {
+			if err := ws.Watch(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l := New(ws, Options{NoBuiltins: true})
+		sameAsFresh(t, dir, l.Load())
+		for _, step := range []struct {
+			files map[string]string
+			shows string // a description the new Set has
+		}{
+			{map[string]string{"skills/b/SKILL.md": skillMD("b", "Beta, the winner, edited.")}, "Beta, the winner, edited."},
+			{map[string]string{"agent/skills/b.md": skillMD("b", "Flat beta, the loser, edited.")}, "Flat beta, the loser, edited."},
+			{map[string]string{"skills/d/SKILL.md": skillMD("d", "Delta edited.")}, "Delta edited."},
+			{map[string]string{"skills/e/SKILL.md": "---\nname: e\ndescription: [unclosed\n---\nBody.\n"}, ""},
+			{map[string]string{"skills/e/SKILL.md": skillMD("e", "Mended.")}, "Mended."},
+			{map[string]string{"skills/a/SKILL.md": skillMD("a", "Two at once, a."), "skills/g/SKILL.md": skillMD("g", "Two at once, g.")}, "Two at once, g."},
+			// One warning for another: the same number of diagnostics,
+			// different ones.
+			{map[string]string{"skills/f/SKILL.md": skillMD("ff", "Misnamed once.")}, "Misnamed once."},
+			{map[string]string{"skills/f/SKILL.md": skillMD("fff", "Misnamed twice.")}, "Misnamed twice."},
+		} {
+			writeFiles(t, dir, step.files)
+			got := settle(t, l, "the edit", func(s *Set) bool {
+				if step.shows == "" {
+					sk, ok := s.Get("e")
+					return ok && sk.Status == StatusBroken
+				}
+				for _, sk := range s.Skills {
+					if sk.Description() == step.shows {
+						return true
+					}
+				}
+				return false
+			})
+			sameAsFresh(t, dir, got)
+		}
+		if n := l.patches.Load(); n < 3 {
+			t.Fatalf("watch=%v: only %d of the reloads patched the last Set", watch, n)
+		}
+		if watch {
+			ws.Close()
+		}
+	}
+}

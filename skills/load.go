@@ -132,7 +132,8 @@ type Loader struct {
 	cache   map[string]cacheEntry
 	cacheMu sync.Mutex // guards cache and a load's seen map while files load in parallel
 
-	parses atomic.Int64 // files parsed, for tests
+	parses  atomic.Int64 // files parsed, for tests
+	patches atomic.Int64 // Sets made by patchSet, for tests
 
 	// written maps a built-in skill's file in BuiltinDir to the text it
 	// holds, once checked or written in this Loader's life.
@@ -154,11 +155,14 @@ type Loader struct {
 	lastAll []*Skill // the skills last made into a Set, in load order
 	// sortKeys are the names and ranks of the last sorted load, in load
 	// order, and sortPerm its sorted order (see sorted).
-	sortKeys  []sortKey
-	sortPerm  []int
-	lastRoots int
-	lastDiags workspace.Diagnostics
-	reusedAny bool // this load took something from rootMemo
+	sortKeys []sortKey
+	sortPerm []int
+	sortInv  []int // load index → sorted place
+	// lastSorted is the last load sorted, whose keys are sortKeys.
+	lastSorted []*Skill
+	lastRoots  int
+	lastDiags  workspace.Diagnostics
+	reusedAny  bool // this load took something from rootMemo
 }
 
 // rootMemo is what one root loaded, with the workspace's stamp of its
@@ -259,8 +263,13 @@ func (l *Loader) Load() *Set {
 	if l.last != nil && (same || slices.Equal(all, l.lastAll)) && len(roots) == l.lastRoots && slices.Equal(diags, l.lastDiags) {
 		return l.last // nothing changed: the very same Set
 	}
+	prevAll, prev, prevDiags := l.lastAll, l.last, l.lastDiags
 	l.lastAll = all
-	l.last, l.lastRoots, l.lastDiags = l.newSet(all, diags), len(roots), diags
+	set := l.patchSet(prev, prevAll, prevDiags, all, diags)
+	if set == nil {
+		set = l.newSet(all, diags)
+	}
+	l.last, l.lastRoots, l.lastDiags = set, len(roots), diags
 	return l.last
 }
 
@@ -600,6 +609,9 @@ type Set struct {
 	byName     map[string]*Skill // made on the first Get
 	byNameOnce sync.Once
 	id         uint64
+	// diagAt[k] is where Skills[k]'s diagnostics start in Diagnostics
+	// (one more for the end), for patchSet.
+	diagAt []int
 }
 
 // newSet sorts the loaded skills and settles precedence. The skills a
@@ -613,37 +625,102 @@ func (l *Loader) newSet(loaded []*Skill, folderDiags workspace.Diagnostics) *Set
 	s.Diagnostics = append(s.Diagnostics, folderDiags...)
 	// Sorted by name, then precedence: the first of a name wins, and the
 	// others of that name follow it.
+	s.diagAt = make([]int, len(all)+1)
 	var win *Skill
 	for i, base := range all {
-		status, shadowedBy := base.Status, ""
-		lost := win != nil && win.Name == base.Name
-		switch {
-		case lost:
-			status, shadowedBy = StatusShadowed, win.Path
-		case status == "":
-			status = StatusOK
-			if len(base.Diagnostics) > 0 {
-				status = StatusWarning
-			}
+		if win != nil && win.Name != base.Name {
+			win = nil
 		}
-		sk := base.final
-		if sk == nil || sk.Status != status || sk.ShadowedBy != shadowedBy {
-			c := *base
-			c.Status, c.ShadowedBy, c.final = status, shadowedBy, nil
-			if lost {
-				c.Diagnostics = slices.Clone(base.Diagnostics)
-				c.Diagnostics.Add(workspace.Warning, c.Path, 0, "skill.shadowed", "skill %q is shadowed by %s", c.Name, win.Path)
-			}
-			sk = &c
-		}
-		base.final = sk
+		sk := finalOf(base, win)
 		s.Skills[i] = sk
-		if !lost {
+		if win == nil {
 			win = sk
 		}
+		s.diagAt[i] = len(s.Diagnostics)
 		s.Diagnostics = append(s.Diagnostics, sk.Diagnostics...)
 	}
+	s.diagAt[len(all)] = len(s.Diagnostics)
 	s.id = setIDs.Add(1)
+	return s
+}
+
+// finalOf is the skill base as a Set shows it: with its status, shadowed
+// when win (the first skill of its name; nil when base is the first) is
+// set. It is base's last final when that still fits.
+func finalOf(base, win *Skill) *Skill {
+	status, shadowedBy := base.Status, ""
+	lost := win != nil
+	switch {
+	case lost:
+		status, shadowedBy = StatusShadowed, win.Path
+	case status == "":
+		status = StatusOK
+		if len(base.Diagnostics) > 0 {
+			status = StatusWarning
+		}
+	}
+	sk := base.final
+	if sk == nil || sk.Status != status || sk.ShadowedBy != shadowedBy {
+		c := *base
+		c.Status, c.ShadowedBy, c.final = status, shadowedBy, nil
+		if lost {
+			c.Diagnostics = slices.Clone(base.Diagnostics)
+			c.Diagnostics.Add(workspace.Warning, c.Path, 0, "skill.shadowed", "skill %q is shadowed by %s", c.Name, win.Path)
+		}
+		sk = &c
+	}
+	base.final = sk
+	return sk
+}
+
+// maxPatch bounds the skills patchSet replaces; past it a new Set is made
+// whole.
+const maxPatch = 16
+
+// patchSet makes the Set for loaded from prev, the Set made from
+// prevLoaded, when they differ in a few skills that kept their names and
+// precedence (a reload after skill files changed) and the folder
+// diagnostics are the same: those skills are settled again in their
+// places, and every other place is taken from prev, which is what newSet
+// would give, without walking every skill. It returns nil when it cannot;
+// newSet then makes the Set whole.
+func (l *Loader) patchSet(prev *Set, prevLoaded []*Skill, prevFolder workspace.Diagnostics, loaded []*Skill, folder workspace.Diagnostics) *Set {
+	if prev == nil || prev.diagAt == nil || len(loaded) != len(prevLoaded) || len(loaded) != len(l.sortInv) || !slices.Equal(folder, prevFolder) {
+		return nil
+	}
+	var changed []int // sorted places
+	for i := range loaded {
+		if loaded[i] == prevLoaded[i] {
+			continue
+		}
+		if len(changed) == maxPatch || loaded[i].Name != prevLoaded[i].Name || loaded[i].rank != prevLoaded[i].rank || loaded[i].Path != prevLoaded[i].Path {
+			return nil
+		}
+		changed = append(changed, l.sortInv[i])
+	}
+	slices.Sort(changed)
+	s := &Set{Skills: slices.Clone(prev.Skills), diagAt: prev.diagAt}
+	for _, k := range changed {
+		base := loaded[l.sortPerm[k]]
+		g := k
+		for g > 0 && s.Skills[g-1].Name == base.Name {
+			g--
+		}
+		var win *Skill
+		if g < k {
+			win = s.Skills[g]
+		}
+		s.Skills[k] = finalOf(base, win)
+		if len(s.Skills[k].Diagnostics) != prev.diagAt[k+1]-prev.diagAt[k] {
+			return nil
+		}
+	}
+	s.Diagnostics = slices.Clone(prev.Diagnostics)
+	for _, k := range changed {
+		copy(s.Diagnostics[prev.diagAt[k]:], s.Skills[k].Diagnostics)
+	}
+	s.id = setIDs.Add(1)
+	l.patches.Add(1)
 	return s
 }
 
@@ -660,7 +737,9 @@ type sortKey struct {
 func (l *Loader) sorted(loaded []*Skill) []*Skill {
 	same := len(loaded) == len(l.sortKeys)
 	for i := 0; same && i < len(loaded); i++ {
-		same = loaded[i].Name == l.sortKeys[i].name && loaded[i].rank == l.sortKeys[i].rank
+		// The same skill has the same key: only a new one is looked at.
+		same = (i < len(l.lastSorted) && loaded[i] == l.lastSorted[i]) ||
+			(loaded[i].Name == l.sortKeys[i].name && loaded[i].rank == l.sortKeys[i].rank)
 	}
 	if !same {
 		idx := make([]int, len(loaded))
@@ -675,8 +754,13 @@ func (l *Loader) sorted(loaded []*Skill) []*Skill {
 			}
 			return x.rank < y.rank
 		})
-		l.sortKeys, l.sortPerm = keys, idx
+		inv := make([]int, len(idx))
+		for k, i := range idx {
+			inv[i] = k
+		}
+		l.sortKeys, l.sortPerm, l.sortInv = keys, idx, inv
 	}
+	l.lastSorted = loaded
 	out := make([]*Skill, len(loaded))
 	for k, i := range l.sortPerm {
 		out[k] = loaded[i]
