@@ -993,6 +993,7 @@ type scopeInfo struct {
 	priority    int
 	prioritized bool
 	instead     bool // s.Instead is set: a pass that drops s need not look at it
+	notice      bool // s.Notice is set
 }
 
 // newPlan walks the tree. With a cache, a large scope walked by an earlier
@@ -1060,7 +1061,7 @@ func (p *plan) walk(n Node, parent int) {
 				return
 			}
 		}
-		p.scopes = append(p.scopes, scopeInfo{s: n, parent: parent, priority: n.Priority, prioritized: n.Prioritized, instead: n.Instead != nil})
+		p.scopes = append(p.scopes, scopeInfo{s: n, parent: parent, priority: n.Priority, prioritized: n.Prioritized, instead: n.Instead != nil, notice: n.Notice != nil})
 		for _, c := range n.Children {
 			p.walk(c, idx)
 		}
@@ -1199,13 +1200,15 @@ func (p *plan) ownCost(d int, cost []int) int {
 // and the notice of each scope around it that counts it among its dropped.
 // A scope's own cost less this bounds what keeping it adds from below.
 type freedMemo struct {
-	p       *plan
-	c       Counter
-	dropped map[int]int // scopes dropped inside a scope with a notice
+	p *plan
+	c Counter
+	// notice maps a scope with a notice to what keeping one more of the
+	// scopes dropped inside it takes out of its notice.
+	notice map[int]int
 }
 
 func (p *plan) newFreed(c Counter) *freedMemo {
-	return &freedMemo{p: p, c: c, dropped: map[int]int{}}
+	return &freedMemo{p: p, c: c, notice: map[int]int{}}
 }
 
 // of returns how many tokens keeping dropped scope d takes out, at most:
@@ -1213,33 +1216,44 @@ func (p *plan) newFreed(c Counter) *freedMemo {
 func (f *freedMemo) of(d int) int {
 	p := f.p
 	n := 0
-	if s := p.scopes[d].s; s.Instead != nil {
-		n += f.c.Count(String(s.Instead)) + 2
+	if p.scopes[d].instead {
+		n += f.c.Count(String(p.scopes[d].s.Instead)) + 2
 	}
 	for a := p.scopes[d].parent; a >= 0; a = p.scopes[a].parent {
-		s := p.scopes[a].s
-		if s.Notice == nil {
+		if !p.scopes[a].notice {
 			continue
 		}
-		k, ok := f.dropped[a]
+		saved, ok := f.notice[a]
 		if !ok {
-			end := a + p.scopes[a].size
-			for e := a + 1; e <= end; e++ {
-				if p.drop[e] {
-					k++
-					e += p.scopes[e].size
-				}
-			}
-			f.dropped[a] = k
+			saved = f.noticeSaving(a)
+			f.notice[a] = saved
 		}
-		switch {
-		case k == 1:
-			n += f.c.Count(String(s.Notice(1))) + 2 // the notice goes
-		case k > 1:
-			n += max(f.c.Count(String(s.Notice(k)))-f.c.Count(String(s.Notice(k-1))), 0)
-		}
+		n += saved
 	}
 	return n
+}
+
+// noticeSaving is what keeping one more of the scopes dropped inside a
+// takes out of a's notice: all of it when it counts one, else the
+// difference between its counts of k and k-1.
+func (f *freedMemo) noticeSaving(a int) int {
+	p := f.p
+	k := 0
+	end := a + p.scopes[a].size
+	for e := a + 1; e <= end; e++ {
+		if p.drop[e] {
+			k++
+			e += p.scopes[e].size
+		}
+	}
+	notice := p.scopes[a].s.Notice
+	switch {
+	case k == 1:
+		return f.c.Count(String(notice(1))) + 2 // the notice goes
+	case k > 1:
+		return max(f.c.Count(String(notice(k)))-f.c.Count(String(notice(k-1))), 0)
+	}
+	return 0
 }
 
 // ancestorDropped reports whether a scope around idx is among the first k
