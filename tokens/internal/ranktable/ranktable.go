@@ -6,11 +6,11 @@
 // Layout, all integers little-endian uint32 but the offsets, which are
 // 3-byte (24-bit) little-endian:
 //
-//	magic "loomrnk4"
+//	magic "loomrnk5"
 //	n       number of ranks (the largest rank + 1)
-//	m       number of hash slots
+//	m       number of hash slots a probe may start at
 //	offsets n+1 entries: the token of rank r is data[offsets[r]:offsets[r+1]]
-//	slots   m entries: 0 for an empty slot, else tag<<rankBits | rank+1
+//	slots   m+pad entries: 0 for an empty slot, else tag<<rankBits | rank+1
 //	pairs   65536 entries: the rank of the two-byte token a,b at a<<8|b,
 //	        or NoRank; most lookups while merging are of byte pairs
 //	data    the tokens' bytes, in rank order
@@ -23,7 +23,8 @@
 // loadNum/loadDen (70%): a probe reads 4-byte slots that sit side by side,
 // sixteen to a cache line, so the few more it reads than in a half-empty
 // table cost little, while a table rounded up to a power of two would be up
-// to twice as big in the binary (a megabyte more for o200k_base).
+// to twice as big in the binary (a megabyte more for o200k_base). The slots
+// run on pad past m, the last ones empty, so that no probe wraps around.
 package ranktable
 
 import (
@@ -35,7 +36,7 @@ import (
 )
 
 const (
-	magic    = "loomrnk4"
+	magic    = "loomrnk5"
 	header   = len(magic) + 8
 	rankBits = 18 // ranks below 1<<18 - 1: o200k_base has 200k
 	tagBits  = 32 - rankBits
@@ -43,6 +44,7 @@ const (
 	pairsLen = 256 * 256 * 4
 	// the most slots that are full, as a fraction
 	loadNum, loadDen = 7, 10
+	pad              = 256 // slots past m: probes run on instead of wrapping
 )
 
 // NoRank is what [Table.PairRank] returns for a pair that is not a token.
@@ -51,9 +53,9 @@ const NoRank = math.MaxUint32
 // Table is a vocabulary read from its encoded form. The zero Table is empty.
 type Table struct {
 	n       int
-	m       uint64 // number of slots
-	offsets string // (n+1)*3 bytes
-	slots   string // (mask+1)*4 bytes
+	m       uint64 // number of home slots
+	offsets string // (n+1)*3 bytes, and 5 more (of the slots) for 8-byte reads
+	slots   string // (m+pad)*4 bytes
 	pairs   string // pairsLen bytes
 	data    string
 }
@@ -70,14 +72,17 @@ func Open(enc string) (*Table, error) {
 		return nil, errors.New("ranktable: bad header")
 	}
 	offEnd := header + (n+1)*3
-	slotEnd := offEnd + m*4
+	slotEnd := offEnd + (m+pad)*4
 	pairEnd := slotEnd + pairsLen
 	if len(enc) < pairEnd {
 		return nil, errors.New("ranktable: truncated")
 	}
-	t := &Table{n: n, m: uint64(m), offsets: enc[header:offEnd], slots: enc[offEnd:slotEnd], pairs: enc[slotEnd:pairEnd], data: enc[pairEnd:]}
+	t := &Table{n: n, m: uint64(m), offsets: enc[header : offEnd+5], slots: enc[offEnd:slotEnd], pairs: enc[slotEnd:pairEnd], data: enc[pairEnd:]}
 	if int(u24(t.offsets, n*3)) != len(t.data) {
 		return nil, errors.New("ranktable: data length does not match offsets")
+	}
+	if u32(t.slots, len(t.slots)-4) != 0 {
+		return nil, errors.New("ranktable: the last slot is not empty")
 	}
 	return t, nil
 }
@@ -87,18 +92,16 @@ func (t *Table) Len() int { return t.n }
 
 // Token returns the bytes of rank r, "" for a rank with no token.
 func (t *Table) Token(r int) string {
-	return t.data[u24(t.offsets, r*3):u24(t.offsets, r*3+3)]
+	v := le64(t.offsets[r*3:])
+	return t.data[uint32(v)&0xffffff : uint32(v>>24)&0xffffff]
 }
 
 // Rank returns the rank of the token s, or ok false when s is not one.
 func (t *Table) Rank(s string) (rank uint32, ok bool) {
 	h := Hash(s)
 	tag := uint32(h >> (64 - tagBits))
-	for i := home(h, t.m); ; i++ {
-		if i == t.m {
-			i = 0
-		}
-		slot := u32(t.slots, int(i)*4)
+	for i := int(home(h, t.m)) * 4; ; i += 4 {
+		slot := u32(t.slots, i)
 		if slot == 0 {
 			return 0, false
 		}
@@ -106,7 +109,8 @@ func (t *Table) Rank(s string) (rank uint32, ok bool) {
 			continue
 		}
 		r := int(slot&rankMask) - 1
-		lo, hi := u24(t.offsets, r*3), u24(t.offsets, r*3+3)
+		v := le64(t.offsets[r*3:]) // both 3-byte offsets in one read
+		lo, hi := uint32(v)&0xffffff, uint32(v>>24)&0xffffff
 		if int(hi-lo) == len(s) && t.data[lo:hi] == s {
 			return uint32(r), true
 		}
@@ -150,7 +154,7 @@ func Build(tokens []string) (enc []byte, maxProbe int, err error) {
 		}
 	}
 	m := uint64(count*loadDen/loadNum + 1)
-	slots := make([]uint32, m)
+	slots := make([]uint32, m+pad)
 	offsets := make([]uint32, 0, n+1)
 	var data []byte
 	seen := make(map[string]bool, count)
@@ -168,10 +172,11 @@ func Build(tokens []string) (enc []byte, maxProbe int, err error) {
 		probe := 1
 		i := home(h, m)
 		for slots[i] != 0 {
-			if i++; i == m {
-				i = 0
-			}
+			i++
 			probe++
+		}
+		if int(i) >= len(slots)-1 {
+			return nil, 0, fmt.Errorf("ranktable: a probe runs more than %d slots past the end; lower the load", pad)
 		}
 		maxProbe = max(maxProbe, probe)
 		slots[i] = uint32(h>>(64-tagBits))<<rankBits | uint32(r+1)
