@@ -10,8 +10,9 @@
 // then what loom added: the difference of the two at each percentile. On a
 // small machine the closed loop at C clients measures mostly its own queue
 // for the CPU, which the load generator, the upstream and loom share; so
-// both are then also driven open-loop, at one fixed rate (half loom's
-// closed-loop throughput), with times counted from each request's due time.
+// both are then also driven open-loop, at one fixed rate (-rate, by default
+// a third of loom's closed-loop throughput), with times counted from each
+// request's due time.
 package main
 
 import (
@@ -41,6 +42,8 @@ func main() {
 		conc     = flag.Int("c", 32, "concurrent clients")
 		dur      = flag.Duration("d", 30*time.Second, "duration of each phase")
 		upstream = flag.Bool("upstream", false, "internal: run the fake upstream")
+		rate     = flag.Float64("rate", 0, "requests per second of the open-loop phases; 0 means a third of loom's closed-loop throughput")
+		sess     = flag.String("session", "bench", "X-Loom-Session of the requests through loom; empty sends none (nothing is saved)")
 	)
 	flag.Parse()
 	if *upstream {
@@ -51,7 +54,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gateway-load: -w DIR is required")
 		os.Exit(2)
 	}
-	if err := run(*loom, *ws, *conc, *dur); err != nil {
+	if err := run(*loom, *ws, *conc, *dur, *rate, *sess); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway-load:", err)
 		os.Exit(1)
 	}
@@ -84,7 +87,7 @@ func serveUpstream() {
 	}))
 }
 
-func run(loom, ws string, conc int, dur time.Duration) error {
+func run(loom, ws string, conc int, dur time.Duration, rate float64, sess string) error {
 	self, _ := os.Executable()
 	up := exec.Command(self, "-upstream")
 	out, err := up.StdoutPipe()
@@ -140,6 +143,10 @@ func run(loom, ws string, conc int, dur time.Duration) error {
 			return fmt.Errorf("%s: %d, %d bytes (want the upstream's %d bytes unchanged)", u, res.StatusCode, len(got), len(reply))
 		}
 	}
+	viaHeaders := map[string]string{}
+	if sess != "" {
+		viaHeaders["X-Loom-Session"] = sess
+	}
 	fmt.Printf("workspace %s, %d clients, %s per phase, streamed reply of 2 KiB of text, %d bytes on the wire\n\n", ws, conc, dur, len(reply))
 	fmt.Printf("%-8s %9s %7s | %-26s | %-26s\n", "", "", "", "time to first byte, ms", "whole response, ms")
 	fmt.Printf("%-8s %9s %7s | %8s %8s %8s | %8s %8s %8s\n", "target", "req/s", "errors", "p50", "p99", "max", "p50", "p99", "max")
@@ -154,7 +161,7 @@ func run(loom, ws string, conc int, dur time.Duration) error {
 		direct.genCPU = perRequest(cpuTime(os.Getpid())-genCPU, direct)
 		direct.print(fmt.Sprintf("direct/%d", c))
 		loomCPU, upCPU, genCPU := cpuTime(srv.Process.Pid), cpuTime(up.Process.Pid), cpuTime(os.Getpid())
-		via := load("http://"+addr+"/v1/chat/completions", body, map[string]string{"X-Loom-Session": "bench"}, c, dur)
+		via := load("http://"+addr+"/v1/chat/completions", body, viaHeaders, c, dur)
 		via.cpu = perRequest(cpuTime(srv.Process.Pid)-loomCPU, via)
 		via.upCPU = perRequest(cpuTime(up.Process.Pid)-upCPU, via)
 		via.genCPU = perRequest(cpuTime(os.Getpid())-genCPU, via)
@@ -162,14 +169,17 @@ func run(loom, ws string, conc int, dur time.Duration) error {
 		added(direct, via)
 		lastDirect, lastVia = direct, via
 	}
-	// Open loop: both targets at one fixed rate, half what loom managed
-	// in the closed loop, so that neither is saturated and the added
-	// latency is loom's work rather than the closed loop's queue.
-	rate := lastVia.rps / 2
+	// Open loop: both targets at one fixed rate, a third of what loom
+	// managed in the closed loop, so that neither is saturated (on a
+	// shared machine half was at the knee some runs) and the added
+	// latency is loom's work rather than a queue.
+	if rate <= 0 {
+		rate = lastVia.rps / 3
+	}
 	fmt.Printf("\nopen loop: %d connections, %.0f req/s offered to each, times from each request's due time\n", conc, rate)
 	directAt := loadAt("http://"+upAddr+"/v1/chat/completions", body, nil, conc, dur, rate)
 	directAt.print("direct@")
-	viaAt := loadAt("http://"+addr+"/v1/chat/completions", body, map[string]string{"X-Loom-Session": "bench"}, conc, dur, rate)
+	viaAt := loadAt("http://"+addr+"/v1/chat/completions", body, viaHeaders, conc, dur, rate)
 	viaAt.print("loom@")
 	added(directAt, viaAt)
 	fmt.Printf("\nthroughput through loom / direct at %d clients: %.2f\n", conc, lastVia.rps/lastDirect.rps)

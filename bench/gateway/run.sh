@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh [SECONDS] — what loom's gateway adds to a streamed chat completion,
 # on the shared generator's large workspace: 32 clients for SECONDS (default
-# 30) straight to a fake upstream, then through `loom serve`, in one run.
+# 30) straight to a fake upstream, then through `loom serve`, in one run;
+# then both open-loop at RATE req/s (default a third of loom's throughput).
 set -euo pipefail
 secs=${1:-30}
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -11,4 +12,4 @@ trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/loom" "$here/cmd/loom"
 go build -o "$tmp/gateway-load" "$here/bench/gateway"
 python3 "$gen" large "$tmp/ws" >/dev/null
-"$tmp/gateway-load" -loom "$tmp/loom" -w "$tmp/ws" -c 32 -d "${secs}s"
+"$tmp/gateway-load" -loom "$tmp/loom" -w "$tmp/ws" -c 32 -d "${secs}s" -rate "${RATE:-0}"
