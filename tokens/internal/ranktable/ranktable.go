@@ -98,6 +98,10 @@ func (t *Table) Token(r int) string {
 
 // Rank returns the rank of the token s, or ok false when s is not one.
 func (t *Table) Rank(s string) (rank uint32, ok bool) {
+	if len(s) == 2 { // a common piece, and its own table
+		r := t.PairRank(s[0], s[1])
+		return r, r != NoRank
+	}
 	h := Hash(s)
 	tag := uint32(h >> (64 - tagBits))
 	for i := int(home(h, t.m)) * 4; ; i += 4 {
