@@ -592,7 +592,7 @@ const fillSlack = 2
 func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int, cur attempt) (attempt, error) {
 	p := sr.p
 	budget := rd.budget
-	rejected := map[int]bool{}
+	rejected := make([]bool, len(p.scopes))
 	covered := p.covered
 	ownCost := func(d int) int { return p.ownCost(d, cost) }
 	render := func() (attempt, error) {
@@ -614,11 +614,14 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	for round := 0; round < 64; round++ {
 		room := budget - cur.tokens
 		freed = p.newFreed(rd.counter) // the drops are cur's
+		// Most scopes are too large by far: their cost less the most any
+		// scope could free is over the room already.
+		most := freed.most()
 		var batch []int
 		est := 0
 		for j := k - 1; j >= 0; j-- {
 			d := p.order[j]
-			if !p.drop[d] || rejected[d] || covered(d) {
+			if !p.drop[d] || rejected[d] || est+cost[d]-most-fillSlack > room && p.scopes[d].size == 0 || covered(d) {
 				continue
 			}
 			if est+bound(d) > room {
@@ -1229,6 +1232,28 @@ func (f *freedMemo) of(d int) int {
 			f.notice[a] = saved
 		}
 		n += saved
+	}
+	return n
+}
+
+// most returns the most that keeping any one dropped scope can take out,
+// or a very large number when a scope has an Instead (whose text is not
+// worked out for every scope).
+func (f *freedMemo) most() int {
+	p := f.p
+	n := 0
+	for a := range p.scopes {
+		switch {
+		case p.scopes[a].instead:
+			return math.MaxInt / 4
+		case p.scopes[a].notice:
+			saved, ok := f.notice[a]
+			if !ok {
+				saved = f.noticeSaving(a)
+				f.notice[a] = saved
+			}
+			n += saved
+		}
 	}
 	return n
 }
