@@ -1,6 +1,10 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,5 +57,79 @@ func TestOwnInitsAreLight(t *testing.T) {
 	}
 	if sum > total {
 		t.Errorf("loom's packages make %d allocations at start-up (limit %d)", sum, total)
+	}
+}
+
+// TestNoWorkInPackageVars finds package-level variables of loom's packages
+// that call into another package when the program starts, such as
+// crc32.MakeTable (1.2 million instructions, more than a fifth of `loom
+// --version`) or regexp.MustCompile: that work belongs behind
+// sync.OnceValue. The allocation count of TestOwnInitsAreLight misses work
+// that does not allocate. Calls of the package's own functions are left to
+// that test; the calls listed here cost next to nothing.
+func TestNoWorkInPackageVars(t *testing.T) {
+	cheap := map[string]bool{
+		"errors.New": true, "sync.OnceValue": true, "sync.OnceValues": true, "sync.OnceFunc": true,
+		"reflect.TypeFor": true, "strings.NewReplacer": true, // builds its tables on first use
+		"time.Date": true, "context.Background": true, "flag.Bool": true,
+	}
+	root := filepath.Join("..", "..")
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); name == "testdata" || name == "bench" || strings.HasPrefix(name, ".") && path != root {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok || g.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range g.Specs {
+				for _, v := range spec.(*ast.ValueSpec).Values {
+					ast.Inspect(v, func(n ast.Node) bool {
+						if _, ok := n.(*ast.FuncLit); ok {
+							return false // runs when called, not at start-up
+						}
+						call, ok := n.(*ast.CallExpr)
+						if !ok {
+							return true
+						}
+						fun := call.Fun
+						if ix, ok := fun.(*ast.IndexExpr); ok {
+							fun = ix.X // a generic function's instance
+						}
+						sel, ok := fun.(*ast.SelectorExpr)
+						if !ok {
+							return true // the package's own function, or a conversion
+						}
+						pkg, ok := sel.X.(*ast.Ident)
+						if !ok || pkg.Obj != nil {
+							return true // a method or a field, not a package
+						}
+						if name := pkg.Name + "." + sel.Sel.Name; !cheap[name] {
+							t.Errorf("%s: %s runs at start-up for every command; build the value on first use (sync.OnceValue)", fset.Position(call.Pos()), name)
+						}
+						return true
+					})
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
