@@ -943,6 +943,8 @@ type plan struct {
 	// prioBefore[i] counts the prioritised scopes before scope i.
 	prioBefore []int
 	cache      *Cache // where walks of large scopes are kept; may be nil
+	notices    []int  // scopes with a notice
+	insteads   bool   // some scope has an Instead
 }
 
 // static reports whether the text of kept scope idx cannot depend on the
@@ -1014,10 +1016,15 @@ func newPlan(n Node, c *Cache) *plan {
 	p.drop = make([]bool, len(p.scopes))
 	p.prioBefore = make([]int, len(p.scopes)+1)
 	for i := range p.scopes {
+		si := &p.scopes[i]
 		p.prioBefore[i+1] = p.prioBefore[i]
-		if p.scopes[i].prioritized {
+		if si.prioritized {
 			p.prioBefore[i+1]++
 		}
+		if si.notice {
+			p.notices = append(p.notices, i)
+		}
+		p.insteads = p.insteads || si.instead
 	}
 	// Listed from the last scope to the first, so that the usual tree, whose
 	// entries rank lower the later they come, is close to sorted already.
@@ -1241,19 +1248,17 @@ func (f *freedMemo) of(d int) int {
 // worked out for every scope).
 func (f *freedMemo) most() int {
 	p := f.p
+	if p.insteads {
+		return math.MaxInt / 4
+	}
 	n := 0
-	for a := range p.scopes {
-		switch {
-		case p.scopes[a].instead:
-			return math.MaxInt / 4
-		case p.scopes[a].notice:
-			saved, ok := f.notice[a]
-			if !ok {
-				saved = f.noticeSaving(a)
-				f.notice[a] = saved
-			}
-			n += saved
+	for _, a := range p.notices {
+		saved, ok := f.notice[a]
+		if !ok {
+			saved = f.noticeSaving(a)
+			f.notice[a] = saved
 		}
+		n += saved
 	}
 	return n
 }
