@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/internal/jsonscan"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/skills"
@@ -117,7 +120,7 @@ var memoCounters sync.Map // encoding name → memo counter
 
 func (s *Server) buildMessages(r *http.Request, ws *Workspace) (any, error) {
 	var q MessagesRequest
-	if err := DecodeJSON(r, &q); err != nil {
+	if err := decodeMessagesRequest(r, &q); err != nil {
 		return nil, err
 	}
 	switch q.Format {
@@ -217,7 +220,11 @@ func (s *Server) buildMessages(r *http.Request, ws *Workspace) (any, error) {
 		if err != nil {
 			return nil, buildProblem(err)
 		}
-		return encodeOpenAI(wire, &out)
+		render, err := ws.reportJSON(res)
+		if err != nil {
+			return nil, err
+		}
+		return encodeOpenAI(wire, &out, render)
 	case "anthropic":
 		if out.Messages, err = built.Anthropic(q.CacheHistory, q.CacheTTL); err != nil {
 			return nil, buildProblem(err)
@@ -232,7 +239,7 @@ func (s *Server) buildMessages(r *http.Request, ws *Workspace) (any, error) {
 // joined as it is, without encoding/json compacting every message's output
 // again (a long system prompt made that most of the route's cost), into a
 // buffer reused from one response to the next.
-func encodeOpenAI(wire []messages.OpenAIMessage, out *MessagesResponse) (pooledJSON, error) {
+func encodeOpenAI(wire []messages.OpenAIMessage, out *MessagesResponse, render []byte) (pooledJSON, error) {
 	buf := jsonBufs.Get().(*bytes.Buffer)
 	buf.Reset()
 	fail := func(err error) (pooledJSON, error) {
@@ -259,12 +266,77 @@ func encodeOpenAI(wire []messages.OpenAIMessage, out *MessagesResponse) (pooledJ
 	}
 	buf.Truncate(buf.Len() - 1) // the Encoder's newline
 	buf.WriteString(`,"render":`)
-	if err := enc.Encode(out.Render); err != nil {
-		return fail(err)
-	}
-	buf.Truncate(buf.Len() - 1)
+	buf.Write(render) // out.Render, encoded
 	buf.WriteString("}\n")
 	return pooledJSON{buf}, nil
+}
+
+// decodeMessagesRequest is DecodeJSON for a MessagesRequest. The body is
+// checked once, and the history's messages are cut out of it as they are,
+// each decoded later by the message decoder; encoding/json decodes what
+// is left, with the same rules (unknown fields refused, one value). Before,
+// encoding/json scanned a 200-message body twice and copied every message,
+// about a quarter of the route's CPU. A body that is not plain (not a JSON
+// object, a history that is not an array, its key repeated or written in
+// another case, which encoding/json also accepts) goes to encoding/json
+// whole, for the same result and errors (TestMessagesRequestDecodesAlike).
+func decodeMessagesRequest(r *http.Request, q *MessagesRequest) error {
+	if err := checkJSONType(r); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeProblem(err)
+	}
+	rest, history, ok := cutHistory(body)
+	if !ok {
+		return decodeFrom(bytes.NewReader(body), q)
+	}
+	if err := decodeFrom(bytes.NewReader(rest), q); err != nil {
+		return err
+	}
+	q.History = history
+	return nil
+}
+
+// cutHistory returns body without its "history" member, and that
+// member's elements; ok is false when body is not plain (see
+// decodeMessagesRequest) or has no history.
+func cutHistory(body []byte) (rest []byte, history []json.RawMessage, ok bool) {
+	if !json.Valid(body) {
+		return nil, nil, false
+	}
+	members, ok := jsonscan.Object(body)
+	if !ok {
+		return nil, nil, false
+	}
+	var hist []byte
+	rest = append(make([]byte, 0, 256), '{')
+	for _, m := range members {
+		if strings.EqualFold(m.Key, "history") {
+			if m.Key != "history" || hist != nil {
+				return nil, nil, false
+			}
+			hist = m.Value
+			continue
+		}
+		if len(rest) > 1 {
+			rest = append(rest, ',')
+		}
+		rest = append(append(append(rest, m.RawKey...), ':'), m.Value...)
+	}
+	if hist == nil {
+		return nil, nil, false
+	}
+	elems, ok := jsonscan.Array(hist)
+	if !ok {
+		return nil, nil, false
+	}
+	history = make([]json.RawMessage, len(elems))
+	for i, e := range elems {
+		history[i] = e
+	}
+	return append(rest, '}'), history, true
 }
 
 // DecodeHistory decodes messages one by one, so an error names the

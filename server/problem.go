@@ -104,13 +104,27 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 // all give a *Problem that names what was wrong (and the field, when there
 // is one).
 func DecodeJSON(r *http.Request, v any) error {
+	if err := checkJSONType(r); err != nil {
+		return err
+	}
+	return decodeFrom(r.Body, v)
+}
+
+// checkJSONType refuses a request whose Content-Type is set and not JSON.
+func checkJSONType(r *http.Request) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt := strings.TrimSpace(strings.ToLower(strings.SplitN(ct, ";", 2)[0]))
 		if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
 			return Errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "request body must be application/json, not %q", mt)
 		}
 	}
-	dec := json.NewDecoder(r.Body)
+	return nil
+}
+
+// decodeFrom decodes one JSON value from rd into v, refusing unknown
+// fields and anything after the value, as DecodeJSON does.
+func decodeFrom(rd io.Reader, v any) error {
+	dec := json.NewDecoder(rd)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeProblem(err)

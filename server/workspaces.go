@@ -29,6 +29,7 @@ type Workspace struct {
 
 	mu        sync.Mutex
 	rendered  map[*prompt.Result]*encoded // encoded bodies of the builder's latest results
+	reports   map[*prompt.Result][]byte   // their reports' JSON, for POST .../messages
 	locks     map[string]*sessionLock     // one lock per session id
 	be        *backend                    // where its state is kept, decided on first use
 	wss       *workspaces
