@@ -159,3 +159,41 @@ func TestOldFilesAreValidatedByStat(t *testing.T) {
 		t.Fatalf("new entry missed: %v %v", err, list)
 	}
 }
+
+// Without a watch, a folder moved out of the workspace and linked back in
+// keeps its identity and modification time, but not its status change
+// time: it is listed again, and refused as outside.
+func TestFolderMovedOutAndLinkedBackIsRefused(t *testing.T) {
+	base := t.TempDir()
+	dir, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
+	d := filepath.Join(dir, "d")
+	for _, p := range []string{d, outside} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(d, "a"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(d, old, old); err != nil {
+		t.Fatal(err)
+	}
+	ws := openMaybeWatched(t, dir, false)
+	if list, err := ws.ReadDir("d"); err != nil || len(list) != 1 {
+		t.Fatalf("%v %v", err, list)
+	}
+	time.Sleep(20 * time.Millisecond) // a later tick of the file system's clock
+	if err := os.Rename(d, filepath.Join(outside, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(outside, "d"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "d"), d); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := ws.ReadDir("d"); err == nil {
+		t.Fatalf("a folder moved outside and linked back was listed: %v", list)
+	}
+}

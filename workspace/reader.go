@@ -258,7 +258,7 @@ func (w *Workspace) ReadDir(rel string) ([]fs.DirEntry, error) {
 	}
 	if w.fsys != nil {
 		list, err := fs.ReadDir(w.fsys, rel)
-		w.noteList(k, list, err, fixed, FileID{}, time.Time{})
+		w.noteList(k, list, err, fixed, FileID{}, time.Time{}, time.Time{})
 		return list, err
 	}
 	deps := w.walk(rel, true)
@@ -268,17 +268,18 @@ func (w *Workspace) ReadDir(rel string) ([]fs.DirEntry, error) {
 	// stat comes before the listing, so a change in between is seen next
 	// time.
 	var dir FileID
+	var dirChanged time.Time
 	if deps == nil {
-		if id, ok := w.statID(rel); ok {
-			dir = id
-			if e != nil && e.err == nil && e.dir == dir && !racy(dir.ModTime, e.at) {
+		if id, ctime, ok := w.statID(rel); ok {
+			dir, dirChanged = id, ctime
+			if e != nil && e.err == nil && e.dir == dir && e.dirChanged.Equal(ctime) && !racy(dir.ModTime, e.at) {
 				return slices.Clone(e.list), nil
 			}
 		}
 	}
 	at := time.Now()
 	list, err := w.readDir(rel)
-	w.noteList(k, list, err, deps, dir, at)
+	w.noteList(k, list, err, deps, dir, dirChanged, at)
 	return list, err
 }
 
@@ -317,7 +318,7 @@ func (w *Workspace) Load(rel string) (*File, error) {
 	}
 	deps := w.walk(rel, false)
 	if e != nil && e.file != nil && !racy(e.file.ID.ModTime, e.at) {
-		if id, ok := w.statID(rel); ok && id == e.file.ID {
+		if id, _, ok := w.statID(rel); ok && id == e.file.ID {
 			if deps != nil {
 				w.noteFile(k, e.file, nil, deps, e.at)
 			}

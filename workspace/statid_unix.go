@@ -4,25 +4,32 @@ package workspace
 
 import (
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // statID is the identity of the file at rel (symlinks followed), for
-// validating a cached answer without reading it. While a [Workspace.Hold]
+// validating a cached answer without reading it, with its status change
+// time, which no program can set back (a folder moved away and linked back
+// keeps its identity but not that time). While a [Workspace.Hold]
 // lasts it is one fstatat relative to the held root, with no allocation
 // and a shorter walk than the absolute path's; otherwise a stat of the
 // absolute path.
-func (w *Workspace) statID(rel string) (FileID, bool) {
+func (w *Workspace) statID(rel string) (FileID, time.Time, bool) {
 	w.held.mu.Lock()
 	if w.held.refs == 0 {
 		w.held.mu.Unlock()
 		st, err := stat(filepath.Join(w.root, filepath.FromSlash(rel)))
 		if err != nil {
-			return FileID{}, false
+			return FileID{}, time.Time{}, false
 		}
-		return idOf(st), true
+		var ctime time.Time
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			ctime = time.Unix(int64(sys.Ctim.Sec), int64(sys.Ctim.Nsec))
+		}
+		return idOf(st), ctime, true
 	}
 	w.held.refs++
 	fd := w.held.fd
@@ -36,9 +43,10 @@ func (w *Workspace) statID(rel string) (FileID, bool) {
 			continue
 		}
 		if err != nil {
-			return FileID{}, false
+			return FileID{}, time.Time{}, false
 		}
 		break
 	}
-	return FileID{Size: st.Size, ModTime: time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)), Ino: uint64(st.Ino), Dev: uint64(st.Dev)}, true
+	id := FileID{Size: st.Size, ModTime: time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)), Ino: uint64(st.Ino), Dev: uint64(st.Dev)}
+	return id, time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)), true
 }

@@ -207,8 +207,9 @@ type entry struct {
 	// at is when the answer was read from the disk (zero: not known), and
 	// dir the identity of the folder a ReadDir listed, from a stat made
 	// before the listing (zero: not known); see racy.
-	at  time.Time
-	dir FileID
+	at         time.Time
+	dir        FileID
+	dirChanged time.Time // the folder's status change time, with dir
 }
 
 // racyWindow bounds how far a file's modification time may lag behind the
@@ -283,7 +284,7 @@ func (w *Workspace) noteFile(k memoKey, f *File, err error, d *deps, at time.Tim
 // noteList records the answer of a ReadDir.
 // dir is the folder's identity from a stat made before listing it, and at
 // when; both zero when not known.
-func (w *Workspace) noteList(k memoKey, list []fs.DirEntry, err error, d *deps, dir FileID, at time.Time) {
+func (w *Workspace) noteList(k memoKey, list []fs.DirEntry, err error, d *deps, dir FileID, dirChanged, at time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	prev := w.memo[k]
@@ -292,7 +293,7 @@ func (w *Workspace) noteList(k memoKey, list []fs.DirEntry, err error, d *deps, 
 		w.gen.Add(1)
 	}
 	if !same || d != nil || prev.deps != nil || prev.dir != dir || !prev.at.Equal(at) {
-		w.memo[k] = &entry{list: slices.Clone(list), err: err, deps: d, dir: dir, at: at}
+		w.memo[k] = &entry{list: slices.Clone(list), err: err, deps: d, dir: dir, dirChanged: dirChanged, at: at}
 	}
 }
 
