@@ -56,10 +56,8 @@ func MemoryStoreLocation(root string, cfg *Config) (string, error) {
 		}
 		rel = path.Clean(cfg.Memory.DB)
 	}
-	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-		if _, err := workspace.LocalPath(root, rel+suffix); err != nil {
-			return "", fmt.Errorf("memory database: %w", err)
-		}
+	if _, err := workspace.LocalPaths(root, rel, "", "-wal", "-shm", "-journal"); err != nil {
+		return "", fmt.Errorf("memory database: %w", err)
 	}
 	return filepath.Join(root, filepath.FromSlash(rel)), nil
 }

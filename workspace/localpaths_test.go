@@ -1,0 +1,95 @@
+package workspace_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/loomctx/loom/workspace"
+)
+
+// LocalPaths answers as LocalPath does for each path in turn: the first
+// error in the order given, or the first path.
+func TestLocalPathsAgreesWithLocalPath(t *testing.T) {
+	suffixes := []string{"", "-wal", "-shm", "-journal"}
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, root, outside string)
+		rel   string
+	}{
+		{"nothing there", func(t *testing.T, root, outside string) {}, ".loom/memory.db"},
+		{"all there", func(t *testing.T, root, outside string) {
+			mk(t, filepath.Join(root, ".loom"))
+			for _, s := range suffixes {
+				put(t, filepath.Join(root, ".loom", "memory.db"+s))
+			}
+		}, ".loom/memory.db"},
+		{"folder is a symlink", func(t *testing.T, root, outside string) {
+			sym(t, outside, filepath.Join(root, ".loom"))
+		}, ".loom/memory.db"},
+		{"wal is a symlink", func(t *testing.T, root, outside string) {
+			mk(t, filepath.Join(root, ".loom"))
+			put(t, filepath.Join(root, ".loom", "memory.db"))
+			sym(t, filepath.Join(outside, "x"), filepath.Join(root, ".loom", "memory.db-wal"))
+		}, ".loom/memory.db"},
+		{"journal is a symlink after a good shm", func(t *testing.T, root, outside string) {
+			mk(t, filepath.Join(root, ".loom"))
+			put(t, filepath.Join(root, ".loom", "memory.db-shm"))
+			sym(t, filepath.Join(outside, "x"), filepath.Join(root, ".loom", "memory.db-journal"))
+		}, ".loom/memory.db"},
+		{"a file where a folder goes", func(t *testing.T, root, outside string) {
+			put(t, filepath.Join(root, ".loom"))
+		}, ".loom/memory.db"},
+		{"deeper", func(t *testing.T, root, outside string) {
+			mk(t, filepath.Join(root, "a", "b"))
+			sym(t, outside, filepath.Join(root, "a", "b", "c"))
+		}, "a/b/c/m.db"},
+		{"at the root", func(t *testing.T, root, outside string) {
+			sym(t, filepath.Join(outside, "x"), filepath.Join(root, "m.db-shm"))
+		}, "m.db"},
+		{"outside", func(t *testing.T, root, outside string) {}, "../m.db"},
+		{"trailing dot", func(t *testing.T, root, outside string) {}, "a/."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			root, outside := filepath.Join(base, "ws"), filepath.Join(base, "out")
+			mk(t, root)
+			mk(t, outside)
+			tc.setup(t, root, outside)
+			var want string
+			var wantErr error
+			for i, s := range suffixes {
+				p, err := workspace.LocalPath(root, tc.rel+s)
+				if err != nil {
+					wantErr = err
+					break
+				}
+				if i == 0 {
+					want = p
+				}
+			}
+			got, err := workspace.LocalPaths(root, tc.rel, suffixes...)
+			if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) || (err == nil && got != want) {
+				t.Fatalf("LocalPaths: %q, %v; LocalPath one by one: %q, %v", got, err, want, wantErr)
+			}
+		})
+	}
+}
+
+func mk(t *testing.T, p string) {
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func put(t *testing.T, p string) {
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sym(t *testing.T, target, p string) {
+	if err := os.Symlink(target, p); err != nil {
+		t.Fatal(err)
+	}
+}
