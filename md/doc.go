@@ -30,8 +30,13 @@
 // priority are never dropped. The cutoff is found by a search over the drop
 // order, guided by each scope's token count. A truncatable scope is cut at a
 // line boundary, outside code fences, with a marker line saying what was cut.
+// Then the dropped scopes that still fit are kept back, highest priority
+// first, so that the kept set is maximal: keeping any one scope that was
+// dropped to fit as well would go over the budget, counted exactly (a notice
+// that goes away with the last scope dropped under it included).
 // The [Report] lists every named scope and every scope that was dropped or cut,
-// with its tokens, status and reason: nothing is dropped in silence.
+// with its tokens, status and reason: nothing is dropped in silence. Its lines
+// ([Report.Sections]) are made the first time they are asked for.
 //
 // # Where loom differs from nao's renderer
 //
