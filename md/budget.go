@@ -958,25 +958,30 @@ func (p *plan) static(idx int) bool {
 	return !cut
 }
 
-// intact reports whether kept scope idx renders in the current pass exactly
-// as it would with no plan: nothing inside it is dropped and no cut is asked
-// of it or of anything inside it. A static scope always is; any other one
-// (a list of droppable memories) is when the pass drops none of its
-// scopes, as the search's first pass, which drops nothing, does.
-func (p *plan) intact(idx int) bool {
-	if p.static(idx) {
-		return true
-	}
+// uncut reports whether no cut is asked of kept scope idx or of anything
+// inside it in the current pass.
+func (p *plan) uncut(idx int) bool {
 	end := idx + p.scopes[idx].size
-	if slices.Contains(p.drop[idx+1:end+1], true) {
-		return false
-	}
 	for t := range p.trunc {
 		if t >= idx && t <= end {
 			return false
 		}
 	}
 	return true
+}
+
+// dropsIn returns which of the scopes inside idx the current pass drops,
+// by index from idx+1, or nil when it drops none of them. The slice is the
+// plan's own.
+func (p *plan) dropsIn(idx int) []bool {
+	if p.static(idx) {
+		return nil // nothing inside it can be dropped
+	}
+	d := p.drop[idx+1 : idx+p.scopes[idx].size+1]
+	if !slices.Contains(d, true) {
+		return nil
+	}
+	return d
 }
 
 // last returns the last scope the current cut drops directly, or -1.

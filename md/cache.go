@@ -1,15 +1,19 @@
 package md
 
 import (
+	"bytes"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Cache keeps what scopes rendered to, so that rendering a tree again that
 // reuses some of the same *Scope values (a caller that keeps the nodes of
 // unchanged inputs, such as files that did not change) copies their bytes
-// and report records instead of walking them again. It is used only by
-// renders without a budget, where nothing is dropped.
+// and report records instead of walking them again. A budgeted render's
+// passes reuse a scope rendered with the same scopes inside it dropped, as
+// the same search over an unchanged tree renders them again.
 //
 // A scope is looked up by its pointer and the context it is rendered in (the
 // separator it inherits, whether it is inside XML, its depth, whether it
@@ -40,20 +44,33 @@ type Cache struct {
 }
 
 type slot struct {
-	gen  uint64
-	keys []cacheKey
-	vals []*cached
+	gen     uint64
+	entries []entry
 	// plan is what a budget's walk found in the scope (see newPlan).
 	plan []scopeInfo
 }
 
-func (s *slot) find(k cacheKey) *cached {
-	for i := range s.keys {
-		if s.keys[i] == k {
-			return s.vals[i]
+// entry is one rendering of a scope: in a context, with the scopes inside
+// it that the pass dropped (by plan index from the scope's, nil for none).
+type entry struct {
+	key   cacheKey
+	drops []bool
+	val   *cached
+	gen   uint64 // the last render that used it
+}
+
+func (s *slot) find(k cacheKey, drops []bool) *entry {
+	for i := range s.entries {
+		if e := &s.entries[i]; e.key == k && bytes.Equal(boolBytes(e.drops), boolBytes(drops)) {
+			return e
 		}
 	}
 	return nil
+}
+
+// boolBytes views a []bool as bytes, to compare two quickly.
+func boolBytes(b []bool) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
 }
 
 // NewCache returns an empty cache.
@@ -74,22 +91,27 @@ type cacheKey struct {
 
 type cached struct {
 	text string
-	recs []rec // the scope's own record first, then those inside it
-	kept int   // prioritised scopes rendered, for sections around it
+	// recs are the scope's own record first, then those inside it, each
+	// with its plan index counted from the scope's.
+	recs    []rec
+	kept    int // prioritised scopes rendered, for sections around it
+	dropped int // scopes dropped inside it, for notices around it
 }
 
-func (c *Cache) get(k cacheKey) *cached {
+func (c *Cache) get(k cacheKey, drops []bool) *cached {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sl := c.m[k.s]
 	if sl == nil || sl.gen+1 < c.gen {
 		return nil
 	}
-	v := sl.find(k)
-	if v != nil {
-		c.touch(sl)
+	e := sl.find(k, drops)
+	if e == nil {
+		return nil
 	}
-	return v
+	e.gen = c.gen
+	c.touch(sl)
+	return e.val
 }
 
 // touch marks sl used by the current render. The caller holds c.mu.
@@ -100,7 +122,10 @@ func (c *Cache) touch(sl *slot) {
 	}
 }
 
-func (c *Cache) put(k cacheKey, v *cached) {
+// put keeps v as what the scope rendered to in context k with the given
+// drops inside it, which it copies. Renderings of the scope that the last
+// two renders did not use go.
+func (c *Cache) put(k cacheKey, drops []bool, v *cached) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sl := c.m[k.s]
@@ -109,14 +134,12 @@ func (c *Cache) put(k cacheKey, v *cached) {
 		c.m[k.s] = sl
 	}
 	c.touch(sl)
-	for i := range sl.keys {
-		if sl.keys[i] == k {
-			sl.vals[i] = v
-			return
-		}
+	if e := sl.find(k, drops); e != nil {
+		e.val, e.gen = v, c.gen
+		return
 	}
-	sl.keys = append(sl.keys, k)
-	sl.vals = append(sl.vals, v)
+	sl.entries = slices.DeleteFunc(sl.entries, func(e entry) bool { return e.gen+1 < c.gen })
+	sl.entries = append(sl.entries, entry{key: k, drops: slices.Clone(drops), val: v, gen: c.gen})
 }
 
 // sweep starts a new generation: what the last two renders did not use

@@ -99,6 +99,7 @@ func TestComposedCountsAreExact(t *testing.T) {
 			}{
 				{"composed", md.NewRenderer(opts(exact)...)},
 				{"composed, cached", md.NewRenderer(opts(exact, md.WithCache(cache))...)},
+				{"composed, cached again", md.NewRenderer(opts(exact, md.WithCache(cache))...)},
 			} {
 				res, err2 := got.r.Render(tree)
 				if (err1 == nil) != (err2 == nil) || res.Text != want.Text {

@@ -589,16 +589,20 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		}
 	}
 	var ck cacheKey
-	// Without a plan every scope may come from the cache; with one, only a
-	// kept scope that this pass renders as it would render without a plan:
-	// nothing inside it dropped and nothing to cut (see plan.intact). Its
-	// records then take their plan indexes in order, as a render would give
-	// them.
+	// Without a plan every scope may come from the cache; with one, a kept
+	// scope with nothing to cut in it (see plan.uncut), rendered before with
+	// the same scopes inside it dropped: none, as without a plan, or the
+	// same ones, as the same pass of an earlier search over the same tree.
+	// Its records then take their plan indexes from the scope's.
 	useCache := r.cache != nil && r.offPlan == 0 && r.record &&
-		(r.plan == nil || (idx >= 0 && r.plan.intact(idx)))
+		(r.plan == nil || (idx >= 0 && r.plan.uncut(idx)))
+	var drops []bool
+	if useCache && r.plan != nil {
+		drops = r.plan.dropsIn(idx)
+	}
 	if useCache {
 		ck = cacheKey{s: s, sep: r.sep, inXML: r.inXML, depth: r.depth, lineStart: len(buf) == 0 || buf[len(buf)-1] == '\n'}
-		if c := r.cache.get(ck); c != nil && (r.plan == nil || len(c.recs) == r.plan.scopes[idx].size+1) && (!r.count || c.recs[0].tokens >= 0) {
+		if c := r.cache.get(ck, drops); c != nil && (r.plan == nil || drops != nil || len(c.recs) == r.plan.scopes[idx].size+1) && (!r.count || c.recs[0].tokens >= 0) {
 			at := len(r.recs)
 			r.recs = append(r.recs, c.recs...)
 			for j := at; j < len(r.recs); j++ {
@@ -606,13 +610,14 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 				if r.plan == nil {
 					r.recs[j].idx = -1
 				} else {
-					r.recs[j].idx = idx + j - at
+					r.recs[j].idx += idx
 				}
 			}
 			if r.plan != nil {
 				r.next = idx + r.plan.scopes[idx].size + 1
 			}
 			r.kept += c.kept
+			r.dropped += c.dropped
 			return append(buf, c.text...)
 		}
 	}
@@ -667,8 +672,13 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		recs := append([]rec(nil), r.recs[slot:]...)
 		for j := range recs {
 			recs[j].at -= start
+			if r.plan == nil {
+				recs[j].idx = j // every scope inside renders a record
+			} else {
+				recs[j].idx -= idx
+			}
 		}
-		r.cache.put(ck, &cached{text: r.recs[slot].text, recs: recs, kept: r.kept - keptBefore})
+		r.cache.put(ck, drops, &cached{text: r.recs[slot].text, recs: recs, kept: r.kept - keptBefore, dropped: r.dropped - droppedBefore})
 	}
 	return buf
 }
