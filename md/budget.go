@@ -300,7 +300,7 @@ func (rd *Renderer) passBuf(n Node, p *plan) (*[]byte, []rec, error) {
 	// directly takes at least itself away); without one, as many as the
 	// last render without a plan made.
 	if p != nil {
-		r.recs = make([]rec, 0, max(len(p.scopes)-p.cut, 0)+1)
+		r.recs = make([]rec, 0, max(len(p.scopes)-p.cut, p.lastRecs)+16)
 	} else if rd.cache != nil {
 		r.recs = make([]rec, 0, rd.cache.recsHint.Load()+1)
 	}
@@ -313,6 +313,9 @@ func (rd *Renderer) passBuf(n Node, p *plan) (*[]byte, []rec, error) {
 		}
 	}
 	*buf = r.renderNode((*buf)[:0], n)
+	if p != nil {
+		p.lastRecs = len(r.recs)
+	}
 	if (p == nil || p.cut == 0) && rd.cache != nil && r.err == nil {
 		rd.cache.textHint.Store(int64(len(*buf)))
 	}
@@ -945,6 +948,10 @@ type plan struct {
 	cache      *Cache // where walks of large scopes are kept; may be nil
 	notices    []int  // scopes with a notice
 	insteads   bool   // some scope has an Instead
+	// notes counts notices by scope and number dropped, without a cache.
+	notes map[[2]int]int
+	// lastRecs is how many records the last pass made, to size the next's.
+	lastRecs int
 }
 
 // static reports whether the text of kept scope idx cannot depend on the
@@ -1281,14 +1288,37 @@ func (f *freedMemo) noticeSaving(a int) int {
 			e += p.scopes[e].size
 		}
 	}
-	notice := p.scopes[a].s.Notice
 	switch {
 	case k == 1:
-		return f.c.Count(String(notice(1))) + 2 // the notice goes
+		return p.noticeTokens(a, 1, f.c) + 2 // the notice goes
 	case k > 1:
-		return max(f.c.Count(String(notice(k)))-f.c.Count(String(notice(k-1))), 0)
+		return max(p.noticeTokens(a, k, f.c)-p.noticeTokens(a, k-1, f.c), 0)
 	}
 	return 0
+}
+
+// noticeTokens counts scope a's notice for k scopes dropped. A notice is a
+// function of k alone (a scope does not change), so its count is kept with
+// the scope in the cache, or else in the plan.
+func (p *plan) noticeTokens(a, k int, c Counter) int {
+	s := p.scopes[a].s
+	if p.cache != nil {
+		if n, ok := p.cache.notice(s, k); ok {
+			return n
+		}
+	} else if n, ok := p.notes[[2]int{a, k}]; ok {
+		return n
+	}
+	n := c.Count(String(s.Notice(k)))
+	if p.cache != nil {
+		p.cache.putNotice(s, k, n)
+	} else {
+		if p.notes == nil {
+			p.notes = map[[2]int]int{}
+		}
+		p.notes[[2]int{a, k}] = n
+	}
+	return n
 }
 
 // ancestorDropped reports whether a scope around idx is among the first k

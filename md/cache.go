@@ -48,6 +48,8 @@ type slot struct {
 	entries []entry
 	// plan is what a budget's walk found in the scope (see newPlan).
 	plan []scopeInfo
+	// notices counts the scope's notice by the number dropped.
+	notices map[int]int
 }
 
 // entry is one rendering of a scope: in a context, with the scopes inside
@@ -181,4 +183,36 @@ func (c *Cache) putSubplan(s *Scope, plan []scopeInfo) {
 	}
 	c.touch(sl)
 	sl.plan = plan
+}
+
+// notice returns the count of s's notice for k scopes dropped, if kept.
+func (c *Cache) notice(s *Scope, k int) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sl := c.m[s]
+	if sl == nil || sl.gen+1 < c.gen {
+		return 0, false
+	}
+	n, ok := sl.notices[k]
+	if ok {
+		c.touch(sl)
+	}
+	return n, ok
+}
+
+// putNotice keeps the count of s's notice for k scopes dropped. A few
+// counts are kept per scope.
+func (c *Cache) putNotice(s *Scope, k, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sl := c.m[s]
+	if sl == nil || sl.gen+1 < c.gen {
+		sl = &slot{}
+		c.m[s] = sl
+	}
+	c.touch(sl)
+	if sl.notices == nil || len(sl.notices) >= 64 {
+		sl.notices = map[int]int{}
+	}
+	sl.notices[k] = n
 }
