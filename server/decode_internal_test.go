@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"testing"
@@ -43,4 +44,39 @@ func TestCutHistoryTakesPlainBodies(t *testing.T) {
 	if !ok || string(rest) != `{"message":"hi","channel":"slack"}` || len(hist) != 2 || string(hist[1]) != `{"role":"assistant"}` {
 		t.Errorf("cutHistory = %s, %q, %v", rest, hist, ok)
 	}
+}
+
+// FuzzRenderRequestDecodesAlike: decodeRenderRequest gives what DecodeJSON
+// gives, the first time a body comes and the next (from its memory), and
+// what it hands out is not shared with what it keeps.
+func FuzzRenderRequestDecodesAlike(f *testing.F) {
+	for _, s := range []string{`{"channel":"slack","user":"u1"}`, `{"tools":[]}`, `{"tools":["a","b"],"fork":{"title":"t"}}`,
+		`{}`, `{"bogus":1}`, `{"budget":"x"}`, `[]`, `{"channel":"a"} {}`, `{"channel":`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		newReq := func() *http.Request {
+			r := httptest.NewRequest("POST", "/", bytes.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			return r
+		}
+		var want RenderRequest
+		errWant := decodeOptional(newReq(), &want)
+		for pass := 0; pass < 2; pass++ {
+			var got RenderRequest
+			err := decodeRenderRequest(newReq(), &got)
+			if (err == nil) != (errWant == nil) || err != nil && err.Error() != errWant.Error() {
+				t.Fatalf("%q pass %d: decodeOptional %v, decodeRenderRequest %v", body, pass, errWant, err)
+			}
+			if err == nil && !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q pass %d:\nwant %+v\ngot  %+v", body, pass, want, got)
+			}
+			if len(got.Tools) > 0 {
+				got.Tools[0] = "changed"
+			}
+			if got.Fork != nil {
+				got.Fork.Title = "changed"
+			}
+		}
+	})
 }

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/loomctx/loom/md"
@@ -132,7 +134,7 @@ func (s *Server) renderResult(r *http.Request, ws *Workspace, q *RenderRequest) 
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, ws *Workspace) {
 	var q RenderRequest
-	if err := decodeOptional(r, &q); err != nil {
+	if err := decodeRenderRequest(r, &q); err != nil {
 		WriteProblem(w, r, err)
 		return
 	}
@@ -159,6 +161,71 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, ws *Workspace) {
 		return
 	}
 	writeBody(w, http.StatusOK, enc.body)
+}
+
+// decodeRenderRequest is decodeOptional for a RenderRequest, remembering
+// the last bodies it decoded: an agent asks for the same options turn
+// after turn, and a warm render's answer is already encoded, so decoding
+// the body with encoding/json was a tenth of the route's CPU. A body is
+// its own key (the same bytes decode the same way); what is kept is
+// copied out, never shared.
+func decodeRenderRequest(r *http.Request, q *RenderRequest) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	if err := checkJSONType(r); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeProblem(err)
+	}
+	keep := len(body) <= maxKeptRenderBody
+	if keep {
+		renderBodies.Lock()
+		v, ok := renderBodies.m[string(body)]
+		renderBodies.Unlock()
+		if ok {
+			*q = v.clone()
+			return nil
+		}
+	}
+	if err := decodeFrom(bytes.NewReader(body), q); err != nil {
+		return err
+	}
+	if keep {
+		renderBodies.Lock()
+		if len(renderBodies.m) >= maxKeptRenderBodies {
+			clear(renderBodies.m)
+		}
+		renderBodies.m[string(body)] = q.clone()
+		renderBodies.Unlock()
+	}
+	return nil
+}
+
+// renderBodies are the last render request bodies decoded, at most
+// maxKeptRenderBodies of up to maxKeptRenderBody bytes each.
+var renderBodies = struct {
+	sync.Mutex
+	m map[string]RenderRequest
+}{m: map[string]RenderRequest{}}
+
+const (
+	maxKeptRenderBodies = 64
+	maxKeptRenderBody   = 1024
+)
+
+// clone copies the request with its own Tools and Fork.
+func (q RenderRequest) clone() RenderRequest {
+	if q.Tools != nil {
+		q.Tools = append([]string{}, q.Tools...)
+	}
+	if q.Fork != nil {
+		f := *q.Fork
+		q.Fork = &f
+	}
+	return q
 }
 
 // encodeRender returns the encoded body and ETag of a result, from a cache
