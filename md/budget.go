@@ -285,15 +285,16 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 }
 
 func (rd *Renderer) pass(n Node, p *plan) (string, []rec, error) {
-	buf, recs, err := rd.passBuf(n, p)
+	buf, recs, _, err := rd.passBuf(n, p, false)
 	defer putBuf(buf)
 	return string(*buf), recs, err
 }
 
 // passBuf renders n into a buffer from the pool, which the caller puts
-// back.
-func (rd *Renderer) passBuf(n Node, p *plan) (*[]byte, []rec, error) {
-	r := renderer{plan: p, counter: rd.counter, record: true, cache: rd.cache, count: rd.counts()}
+// back. A lean pass leaves the records of scopes found whole in the cache
+// there, but the scope's own: it returns them as blocks (see expand).
+func (rd *Renderer) passBuf(n Node, p *plan, lean bool) (*[]byte, []rec, []block, error) {
+	r := renderer{plan: p, counter: rd.counter, record: true, cache: rd.cache, count: rd.counts(), lean: lean && p != nil}
 	// Room for every record the pass can make, so that appending a large
 	// cached scope's records does not grow the slice again and again: with
 	// a plan, at most one per scope not dropped (each scope dropped
@@ -319,7 +320,41 @@ func (rd *Renderer) passBuf(n Node, p *plan) (*[]byte, []rec, error) {
 	if (p == nil || p.cut == 0) && rd.cache != nil && r.err == nil {
 		rd.cache.textHint.Store(int64(len(*buf)))
 	}
-	return buf, r.recs, r.err
+	return buf, r.recs, r.blocks, r.err
+}
+
+// block is a scope a lean pass found in the cache: its own record is at
+// index at of the pass's records, the records inside it are recs[1:] of
+// the cache's (plan indexes from base, offsets from off).
+type block struct {
+	at, base, off int
+	recs          []rec
+}
+
+// expand returns a lean pass's records with every block's put back in
+// place, as a full pass would have made them.
+func expand(recs []rec, blocks []block) []rec {
+	if len(blocks) == 0 {
+		return recs
+	}
+	n := len(recs)
+	for _, b := range blocks {
+		n += len(b.recs) - 1
+	}
+	out := make([]rec, 0, n)
+	for i, rc := range recs {
+		out = append(out, rc)
+		if len(blocks) > 0 && blocks[0].at == i {
+			b := blocks[0]
+			blocks = blocks[1:]
+			for _, inner := range b.recs[1:] {
+				inner.at += b.off
+				inner.idx += b.base
+				out = append(out, inner)
+			}
+		}
+	}
+	return out
 }
 
 // counts reports whether renders count tokens.
@@ -339,6 +374,7 @@ func (rd *Renderer) total(text string, recs []rec) int {
 type attempt struct {
 	text   string
 	recs   []rec
+	blocks []block // a lean pass's (see passBuf)
 	tokens int
 }
 
@@ -348,6 +384,7 @@ type search struct {
 	n    Node
 	p    *plan
 	held []*[]byte
+	lean bool // the next pass is lean (see passBuf)
 	// costs holds each scope's count when nothing is dropped.
 	costs []int
 }
@@ -356,21 +393,23 @@ func (sr *search) cost() []int { return sr.costs }
 
 // render renders the plan's current drops and counts the text.
 func (sr *search) render() (attempt, error) {
-	buf, recs, err := sr.rd.passBuf(sr.n, sr.p)
+	buf, recs, blocks, err := sr.rd.passBuf(sr.n, sr.p, sr.lean)
 	sr.held = append(sr.held, buf)
 	if err != nil {
 		return attempt{}, err
 	}
 	text := unsafe.String(unsafe.SliceData(*buf), len(*buf))
 	// The counter is handed copies of what it counts (see countText): a
-	// view of the buffer must not outlive the search.
-	return attempt{text: text, recs: recs, tokens: countText(sr.rd.counter, text, 0, recs, 0, true)}, nil
+	// view of the buffer must not outlive the search. A scope's count is
+	// made from those directly inside it, so a lean pass's blocks are not
+	// needed for it.
+	return attempt{text: text, recs: recs, blocks: blocks, tokens: countText(sr.rd.counter, text, 0, recs, 0, true)}, nil
 }
 
 // result is the answer: a's text, copied out of its buffer, and its report.
 func (sr *search) result(a attempt) Result {
 	text := strings.Clone(a.text)
-	return Result{Text: text, Report: sr.rd.report(text, a.recs, sr.p, sr.cost(), a.tokens)}
+	return Result{Text: text, Report: sr.rd.report(text, expand(a.recs, a.blocks), sr.p, sr.cost(), a.tokens)}
 }
 
 // release puts the passes' buffers back in the pool.
@@ -403,7 +442,11 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 		tries[k] = a
 		return a, nil
 	}
+	// The first pass drops nothing: it is lean, as its records are wanted
+	// for their counts, and in full only if it is the answer.
+	sr.lean = true
 	full, err := try(0)
+	sr.lean = false
 	if err != nil {
 		return Result{}, err
 	}
@@ -411,12 +454,20 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	// report's figure for scopes that end up dropped.
 	cost := make([]int, len(p.scopes))
 	sr.costs = cost
-	for _, rc := range full.recs {
-		if rc.idx >= 0 {
-			cost[rc.idx] = rc.tokens
-			if rc.tokens < 0 {
-				cost[rc.idx] = c.Count(rc.text)
-			}
+	setCost := func(idx int, rc *rec) {
+		cost[idx] = rc.tokens
+		if rc.tokens < 0 {
+			cost[idx] = c.Count(rc.text)
+		}
+	}
+	for i := range full.recs {
+		if rc := &full.recs[i]; rc.idx >= 0 {
+			setCost(rc.idx, rc)
+		}
+	}
+	for _, b := range full.blocks {
+		for i := 1; i < len(b.recs); i++ {
+			setCost(b.base+b.recs[i].idx, &b.recs[i])
 		}
 	}
 	finish := func(k int, a attempt) (Result, error) {

@@ -21,6 +21,8 @@ type renderer struct {
 	record  bool  // keep a rec per scope, for the report
 	count   bool  // count each scope's tokens as it is rendered
 	recs    []rec
+	lean    bool    // keep only a cached scope's own record (see passBuf)
+	blocks  []block // the cached scopes a lean pass found
 	counter Counter
 	scratch []byte
 	err     error
@@ -604,7 +606,12 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		ck = cacheKey{s: s, sep: r.sep, inXML: r.inXML, depth: r.depth, lineStart: len(buf) == 0 || buf[len(buf)-1] == '\n'}
 		if c := r.cache.get(ck, drops); c != nil && (r.plan == nil || drops != nil || len(c.recs) == r.plan.scopes[idx].size+1) && (!r.count || c.recs[0].tokens >= 0) {
 			at := len(r.recs)
-			r.recs = append(r.recs, c.recs...)
+			if r.lean && len(c.recs) > 1 {
+				r.blocks = append(r.blocks, block{at: at, base: idx, off: len(buf), recs: c.recs})
+				r.recs = append(r.recs, c.recs[0])
+			} else {
+				r.recs = append(r.recs, c.recs...)
+			}
 			for j := at; j < len(r.recs); j++ {
 				r.recs[j].at += len(buf)
 				if r.plan == nil {
