@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -21,13 +23,7 @@ import (
 // allocations, which, unlike its time, do not depend on how busy the machine
 // is.
 func TestOwnInitsAreLight(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "loom")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := plainBuild(t)
 	cmd := exec.Command(bin, "--version")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
 	out, err := cmd.CombinedOutput()
@@ -57,6 +53,59 @@ func TestOwnInitsAreLight(t *testing.T) {
 	}
 	if sum > total {
 		t.Errorf("loom's packages make %d allocations at start-up (limit %d)", sum, total)
+	}
+}
+
+// plainBuild builds loom as the README's plain `go build` does, once for
+// the tests that look at the binary.
+func plainBuild(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "loom-startup-test")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(dir, "loom")
+		if out, err := exec.Command("go", "build", "-o", buildBin, ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildBin != "" {
+		os.RemoveAll(filepath.Dir(buildBin))
+	}
+	os.Exit(code)
+}
+
+// TestBinaryWeight holds issue 11's limit on the binary a plain `go build`
+// writes: 40 MB (45.0 MB at the start of session 5; 39.1 MB after it
+// dropped text/template's by-name method calls and shrank the rank tables).
+// What a new dependency or embedded file adds shows up here first.
+func TestBinaryWeight(t *testing.T) {
+	fi, err := os.Stat(plainBuild(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 40_000_000
+	if fi.Size() > limit {
+		t.Errorf("loom's binary is %.1f MB, over the %.0f MB limit (issue 11 §8): price what was added with DEPS=1 bench/cold/run.sh", float64(fi.Size())/1e6, float64(limit)/1e6)
 	}
 }
 
