@@ -3,6 +3,8 @@ package messages
 import (
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/loomctx/loom/internal/jsonscan"
 )
 
 // decodeFast reads a message in its common shape without encoding/json's
@@ -213,55 +215,12 @@ func (p *cursor) str() (s []byte, plain bool) {
 	return nil, false
 }
 
-// skip passes over one value, checking its brackets and strings only as
-// far as finding its end needs: what it passes is then read by a function
-// that checks it in full (stringValue, encoding/json).
+// skip passes over one value (jsonscan.Skip): what it passes is then read
+// by a function that checks it in full (stringValue, encoding/json).
 func (p *cursor) skip() bool {
-	if p.i >= len(p.b) {
-		return false
+	end, ok := jsonscan.Skip(p.b, p.i)
+	if ok {
+		p.i = end
 	}
-	switch c := p.b[p.i]; c {
-	case '"':
-		for j := p.i + 1; j < len(p.b); j++ {
-			switch p.b[j] {
-			case '\\':
-				j++
-			case '"':
-				p.i = j + 1
-				return true
-			}
-		}
-		return false
-	case '{', '[':
-		depth := 0
-		for j := p.i; j < len(p.b); j++ {
-			switch p.b[j] {
-			case '"':
-				p.i = j
-				if !p.skip() {
-					return false
-				}
-				j = p.i - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					p.i = j + 1
-					return true
-				}
-			}
-		}
-		return false
-	default:
-		j := p.i
-		for j < len(p.b) && !(p.b[j] == ',' || p.b[j] == '}' || p.b[j] == ']' || p.b[j] == ' ' || p.b[j] == '\t' || p.b[j] == '\n' || p.b[j] == '\r') {
-			j++
-		}
-		if j == p.i {
-			return false
-		}
-		p.i = j
-		return true
-	}
+	return ok
 }

@@ -110,50 +110,56 @@ func (p *cursor) eat(c byte) bool {
 
 // skip passes over one value, which the caller knows to be valid.
 func (p *cursor) skip() bool {
-	if p.i >= len(p.b) {
-		return false
+	end, ok := Skip(p.b, p.i)
+	if ok {
+		p.i = end
 	}
-	switch p.b[p.i] {
+	return ok
+}
+
+// Skip passes over the value that starts at b[i] and returns where it ends.
+// It checks brackets and strings only as far as finding that end needs: the
+// caller either knows b to be valid or reads what Skip passed with a
+// function that checks it in full.
+func Skip(b []byte, i int) (end int, ok bool) {
+	if i >= len(b) {
+		return i, false
+	}
+	switch b[i] {
 	case '"':
-		for j := p.i + 1; j < len(p.b); j++ {
-			switch p.b[j] {
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
 			case '\\':
 				j++
 			case '"':
-				p.i = j + 1
-				return true
+				return j + 1, true
 			}
 		}
-		return false
+		return i, false
 	case '{', '[':
 		depth := 0
-		for j := p.i; j < len(p.b); j++ {
-			switch p.b[j] {
+		for j := i; j < len(b); j++ {
+			switch b[j] {
 			case '"':
-				p.i = j
-				if !p.skip() {
-					return false
+				e, ok := Skip(b, j)
+				if !ok {
+					return i, false
 				}
-				j = p.i - 1
+				j = e - 1
 			case '{', '[':
 				depth++
 			case '}', ']':
 				if depth--; depth == 0 {
-					p.i = j + 1
-					return true
+					return j + 1, true
 				}
 			}
 		}
-		return false
+		return i, false
 	default:
-		j := p.i
-		for j < len(p.b) && !bytes.ContainsRune([]byte(",}] \t\n\r"), rune(p.b[j])) {
+		j := i
+		for j < len(b) && !(b[j] == ',' || b[j] == '}' || b[j] == ']' || b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r') {
 			j++
 		}
-		if j == p.i {
-			return false
-		}
-		p.i = j
-		return true
+		return j, j > i
 	}
 }
