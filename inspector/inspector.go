@@ -5,8 +5,9 @@
 // between two renders, which is what breaks a provider's prompt cache.
 //
 // [Mount] attaches it to a loom server at /inspect/{ws}/. The page is
-// rendered on the server with html/template from embedded files; a small
-// embedded script re-renders it when a control changes and listens for
+// rendered on the server from embedded templates through internal/template,
+// which escapes for HTML text and quoted attributes only (context_test.go
+// keeps every printed value in those places); a small embedded script re-renders it when a control changes and listens for
 // workspace changes over Server-Sent Events. Nothing is fetched from
 // anywhere else.
 //
