@@ -7,8 +7,9 @@
 // [Mount] attaches it to a loom server at /inspect/{ws}/. The page is
 // rendered on the server from embedded templates through internal/template,
 // which escapes for HTML text and quoted attributes only (context_test.go
-// keeps every printed value in those places); a small embedded script re-renders it when a control changes and listens for
-// workspace changes over Server-Sent Events. Nothing is fetched from
+// keeps every printed value in those places); a small embedded script
+// re-renders it when a control changes and listens for workspace changes
+// over Server-Sent Events. Nothing is fetched from
 // anywhere else.
 //
 // Workspace text is always escaped; the only HTML the page builds from it
