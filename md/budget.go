@@ -294,6 +294,16 @@ func (rd *Renderer) pass(n Node, p *plan) (string, []rec, error) {
 // back. A lean pass leaves the records of scopes found whole in the cache
 // there, but the scope's own: it returns them as blocks (see expand).
 func (rd *Renderer) passBuf(n Node, p *plan, lean bool) (*[]byte, []rec, []block, error) {
+	buf, recs, blocks, _, err := rd.passSized(n, p, lean, false)
+	return buf, recs, blocks, err
+}
+
+// passSized is passBuf, but a sizing pass (one with a plan that drops
+// nothing, and a cache) writes the large scopes it finds whole in the
+// cache at the top of the tree as stand-ins, which it returns (see
+// standIn): its text is then only good for counting (see countStood).
+func (rd *Renderer) passSized(n Node, p *plan, lean, sizing bool) (*[]byte, []rec, []block, []stand, error) {
+	sizing = sizing && p != nil && p.cut == 0 && p.trunc == nil && rd.cache != nil
 	r := renderer{plan: p, counter: rd.counter, record: true, cache: rd.cache, count: rd.counts(), lean: lean && p != nil}
 	// Room for every record the pass can make, so that appending a large
 	// cached scope's records does not grow the slice again and again: with
@@ -308,19 +318,158 @@ func (rd *Renderer) passBuf(n Node, p *plan, lean bool) (*[]byte, []rec, []block
 	buf := getBuf()
 	// A pass that drops nothing renders what the last such pass did: make
 	// room for that much at once rather than growing the buffer to it.
-	if (p == nil || p.cut == 0) && rd.cache != nil {
+	if (p == nil || p.cut == 0) && rd.cache != nil && !sizing {
 		if h := int(rd.cache.textHint.Load()); cap(*buf) < h {
 			*buf = make([]byte, 0, h)
 		}
 	}
-	*buf = r.renderNode((*buf)[:0], n)
+	var stands []stand
+	if sizing {
+		sz := sizer{r: &r}
+		*buf = sz.node((*buf)[:0], n)
+		stands = sz.stands
+		if debugStands != nil {
+			debugStands(len(stands))
+		}
+	} else {
+		*buf = r.renderNode((*buf)[:0], n)
+	}
 	if p != nil {
 		p.lastRecs = len(r.recs)
 	}
-	if (p == nil || p.cut == 0) && rd.cache != nil && r.err == nil {
+	if (p == nil || p.cut == 0) && rd.cache != nil && r.err == nil && !sizing {
 		rd.cache.textHint.Store(int64(len(*buf)))
 	}
-	return buf, r.recs, r.blocks, r.err
+	return buf, r.recs, r.blocks, stands, r.err
+}
+
+// sizer renders a sizing pass (see passSized). It walks the top of the tree
+// itself, the groups and the blocks that neither indent nor prefix their
+// text, joining their children as [renderer.join] does, and writes each
+// large kept scope there that the cache has whole as its stand-in: the
+// scope's text less the middle between its first and last cut where counts
+// add, which its record's count covers. Nothing around such a scope
+// reshapes it, and the text around it is what a full pass writes, so the
+// full text is the sizing text with every stand-in's middle put back, and
+// counts as countStood says. Everything else is rendered by the renderer.
+// A first pass at a budget needs the prompt's count, not its text: the
+// largest scopes (a memory store's, a skills catalogue) are then counted
+// from their cached counts without copying megabytes of text.
+type sizer struct {
+	r      *renderer
+	stands []stand
+}
+
+// standMin is the shortest text written as a stand-in: below it, copying
+// the text costs less than finding its cuts. Tests lower it.
+var standMin = 4 << 10
+
+// debugStands, when set by a test, is told how many stand-ins each sizing
+// pass wrote.
+var debugStands func(n int)
+
+func (sz *sizer) node(buf []byte, n Node) []byte {
+	switch n := n.(type) {
+	case Group:
+		return sz.join(buf, n, sz.r.sep)
+	case *Block:
+		if n != nil && n.Prefix == "" && n.Indent == "" {
+			return sz.join(buf, n.Children, n.Sep)
+		}
+	case *Scope:
+		if out, ok := sz.standIn(buf, n); ok {
+			return out
+		}
+	}
+	return sz.r.renderNode(buf, n)
+}
+
+// join is [renderer.join] through node.
+func (sz *sizer) join(buf []byte, children []Node, sep string) []byte {
+	wrote := false
+	for _, c := range children {
+		buf, wrote = sz.joinOne(buf, c, sep, wrote)
+	}
+	return buf
+}
+
+// joinOne is [renderer.joinOne] through node.
+func (sz *sizer) joinOne(buf []byte, c Node, sep string, wrote bool) ([]byte, bool) {
+	switch n := c.(type) {
+	case nil:
+		return buf, wrote
+	case Group:
+		for _, cc := range n {
+			buf, wrote = sz.joinOne(buf, cc, sep, wrote)
+		}
+		return buf, wrote
+	}
+	r := sz.r
+	mark := len(buf)
+	if wrote {
+		buf = append(buf, sep...)
+	}
+	at := len(buf)
+	saved := r.sep
+	r.sep = sep
+	buf = sz.node(buf, c)
+	r.sep = saved
+	if len(buf) == at {
+		return buf[:mark], wrote
+	}
+	return buf, true
+}
+
+// standIn writes s as its stand-in when the cache has it whole, as
+// [Scope.render] would find it, with a text of at least standMin bytes
+// that has two cuts where counts add; it reports whether it did. Its
+// records are made as the renderer makes those of a scope found in the
+// cache.
+func (sz *sizer) standIn(buf []byte, s *Scope) ([]byte, bool) {
+	r := sz.r
+	p := r.plan
+	if s == nil || r.depth != 0 || r.offPlan != 0 || !r.record || !r.count {
+		return buf, false
+	}
+	add, ok := r.counter.(Additive)
+	if !ok {
+		return buf, false
+	}
+	idx := p.indexOf(s, r.next)
+	if idx < 0 || p.isDropped(idx) || !p.uncut(idx) || p.dropsIn(idx) != nil {
+		return buf, false
+	}
+	ck := cacheKey{s: s, sep: r.sep, inXML: r.inXML, depth: r.depth, lineStart: len(buf) == 0 || buf[len(buf)-1] == '\n'}
+	c := r.cache.get(ck, nil)
+	if c == nil || len(c.recs) != p.scopes[idx].size+1 || c.recs[0].tokens < 0 || len(c.text) < standMin {
+		return buf, false
+	}
+	t := c.text
+	first := firstCut(add, t)
+	if first < 0 {
+		return buf, false
+	}
+	last := lastCut(add, t)
+	if last <= first {
+		return buf, false
+	}
+	at := len(r.recs)
+	if r.lean && len(c.recs) > 1 {
+		r.blocks = append(r.blocks, block{at: at, base: idx, off: len(buf), recs: c.recs})
+		r.recs = append(r.recs, c.recs[0])
+	} else {
+		r.recs = append(r.recs, c.recs...)
+	}
+	for j := at; j < len(r.recs); j++ {
+		r.recs[j].at += len(buf)
+		r.recs[j].idx += idx
+	}
+	r.next = idx + p.scopes[idx].size + 1
+	r.kept += c.kept
+	r.dropped += c.dropped
+	sz.stands = append(sz.stands, stand{rec: at, first: first, last: last})
+	buf = append(buf, t[:first]...)
+	return append(buf, t[last:]...), true
 }
 
 // block is a scope a lean pass found in the cache: its own record is at
@@ -376,6 +525,9 @@ type attempt struct {
 	recs   []rec
 	blocks []block // a lean pass's (see passBuf)
 	tokens int
+	// sized is set for a sizing pass's (see passSized): its text is not
+	// the prompt's.
+	sized bool
 }
 
 // search is the state of one budgeted render's passes.
@@ -385,6 +537,9 @@ type search struct {
 	p    *plan
 	held []*[]byte
 	lean bool // the next pass is lean (see passBuf)
+	// sizing makes the next pass a sizing pass if it can be (see
+	// passSized).
+	sizing bool
 	// costs holds each scope's count when nothing is dropped.
 	costs []int
 }
@@ -393,7 +548,7 @@ func (sr *search) cost() []int { return sr.costs }
 
 // render renders the plan's current drops and counts the text.
 func (sr *search) render() (attempt, error) {
-	buf, recs, blocks, err := sr.rd.passBuf(sr.n, sr.p, sr.lean)
+	buf, recs, blocks, stands, err := sr.rd.passSized(sr.n, sr.p, sr.lean, sr.sizing)
 	sr.held = append(sr.held, buf)
 	if err != nil {
 		return attempt{}, err
@@ -403,7 +558,8 @@ func (sr *search) render() (attempt, error) {
 	// view of the buffer must not outlive the search. A scope's count is
 	// made from those directly inside it, so a lean pass's blocks are not
 	// needed for it.
-	return attempt{text: text, recs: recs, blocks: blocks, tokens: countText(sr.rd.counter, text, 0, recs, 0, true)}, nil
+	tokens := countStood(sr.rd.counter, text, 0, recs, 0, true, stands)
+	return attempt{text: text, recs: recs, blocks: blocks, tokens: tokens, sized: len(stands) > 0}, nil
 }
 
 // result is the answer: a's text, copied out of its buffer, and its report.
@@ -443,10 +599,12 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 		return a, nil
 	}
 	// The first pass drops nothing: it is lean, as its records are wanted
-	// for their counts, and in full only if it is the answer.
-	sr.lean = true
+	// for their counts, and in full only if it is the answer; and it
+	// sizes, as its text is wanted only if it is the answer (it is then
+	// rendered again).
+	sr.lean, sr.sizing = true, true
 	full, err := try(0)
-	sr.lean = false
+	sr.lean, sr.sizing = false, false
 	if err != nil {
 		return Result{}, err
 	}
@@ -471,6 +629,13 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 		}
 	}
 	finish := func(k int, a attempt) (Result, error) {
+		if a.sized {
+			delete(tries, k)
+			var err error
+			if a, err = try(k); err != nil {
+				return Result{}, err
+			}
+		}
 		p.setCut(k)
 		p.addBack = -1
 		if prev, ok := tries[k-1]; ok && k > 0 {

@@ -28,6 +28,19 @@ type Additive interface {
 // When view is set, text is a view of a buffer that will be reused, and the
 // counter, which may keep what it is given, is given copies.
 func countText(c Counter, text string, base int, recs []rec, depth int, view bool) int {
+	return countStood(c, text, base, recs, depth, view, nil)
+}
+
+// stand is a scope written in a sizing pass as its stand-in: its text
+// t[:first]+t[last:], where first and last are its first and last cuts
+// where counts add (see standIn). rec is its record's index.
+type stand struct{ rec, first, last int }
+
+// countStood is countText over a text in which the scopes of stands
+// (records at the given depth, in order) were written as their stand-ins:
+// it counts the text with each stand-in's middle put back, which the
+// stand-in's record's count covers, as countText would count that text.
+func countStood(c Counter, text string, base int, recs []rec, depth int, view bool, stands []stand) int {
 	count := c.Count
 	if view {
 		count = func(s string) int { return c.Count(strings.Clone(s)) }
@@ -39,6 +52,17 @@ func countText(c Counter, text string, base int, recs []rec, depth int, view boo
 	total, pos := 0, 0
 	for i := range recs {
 		rc := &recs[i]
+		if len(stands) > 0 && stands[0].rec == i {
+			// Its stand-in is in text whole: the sizing pass wrote it
+			// where nothing around can reshape it (see standIn).
+			st := stands[0]
+			stands = stands[1:]
+			s, t := rc.at-base, rc.text
+			inner := rc.tokens - c.Count(t[:st.first]) - c.Count(t[st.last:])
+			total += count(text[pos:s+st.first]) + inner
+			pos = s + st.first
+			continue
+		}
 		if rc.depth != depth || rc.tokens < 0 || len(rc.text) < 2 {
 			continue
 		}

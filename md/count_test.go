@@ -112,3 +112,52 @@ func TestComposedCountsAreExact(t *testing.T) {
 		}
 	}
 }
+
+// A budget's first pass, which drops nothing, writes the large scopes it
+// finds whole in the cache at the top of the tree as stand-ins and counts
+// the prompt from their counts: every figure is what counting the whole
+// text gives, at budgets around the prompt's size too (where the first
+// pass is the answer, and is rendered again in full). With every scope
+// large enough to stand in, and trees wrapped in layouts that reshape
+// their text (which must not stand in).
+func TestSizingPassCountsExactly(t *testing.T) {
+	defer md.SetStandMin(1)()
+	stood := 0
+	md.SetDebugStands(func(n int) { stood += n })
+	defer md.SetDebugStands(nil)
+	exact, err := tokens.Get(tokens.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := tokens.Uncached(tokens.O200kBase)
+	whole := plainCounter{raw}
+	cache := md.NewCache()
+	for seed := range uint64(400) {
+		rng := rand.New(rand.NewPCG(seed, 29))
+		tree := lineTree(rng, 0)
+		switch rng.IntN(5) {
+		case 0:
+			tree = md.Doc(tree, md.Quote(lineTree(rng, 1)))
+		case 1:
+			tree = &md.Block{Sep: "\n", Indent: "  ", Children: []md.Node{tree}}
+		case 2:
+			tree = md.Group{md.Lines(tree, md.Named("tail", md.Text(lines(rng, "tail")))), md.XML("x", nil, lineTree(rng, 1))}
+		}
+		full := raw.Count(md.String(tree))
+		for _, budget := range []int{max(full-1, 1), full, full + 1, 1 + rng.IntN(full+3)} {
+			want, err1 := md.NewRenderer(md.WithCounter(whole), md.WithBudget(budget)).Render(tree)
+			for again := range 2 { // the second finds every scope cached
+				res, err2 := md.NewRenderer(md.WithCounter(exact), md.WithBudget(budget), md.WithCache(cache)).Render(tree)
+				if (err1 == nil) != (err2 == nil) || res.Text != want.Text {
+					t.Fatalf("seed %d budget %d (%d): text differs\n%q\n%q", seed, budget, again, res.Text, want.Text)
+				}
+				if !sameReport(res.Report, want.Report) {
+					t.Fatalf("seed %d budget %d (%d): report differs\n%+v\n%+v", seed, budget, again, show(res.Report), show(want.Report))
+				}
+			}
+		}
+	}
+	if stood == 0 {
+		t.Fatal("no sizing pass wrote a stand-in")
+	}
+}
