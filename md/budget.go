@@ -309,10 +309,16 @@ func (rd *Renderer) passSized(n Node, p *plan, lean, sizing bool) (*[]byte, []re
 	// cached scope's records does not grow the slice again and again: with
 	// a plan, at most one per scope not dropped (each scope dropped
 	// directly takes at least itself away); without one, as many as the
-	// last render without a plan made.
-	if p != nil {
+	// last render without a plan made. A lean pass keeps one record for
+	// each scope found whole in the cache, and warm, finds most there: it
+	// grows its slice as it goes (the x10 workspace's first pass cleared
+	// room for 22,000 records to make a dozen).
+	switch {
+	case p != nil && r.lean:
+		r.recs = make([]rec, 0, 64)
+	case p != nil:
 		r.recs = make([]rec, 0, max(len(p.scopes)-p.cut, p.lastRecs)+16)
-	} else if rd.cache != nil {
+	case rd.cache != nil:
 		r.recs = make([]rec, 0, rd.cache.recsHint.Load()+1)
 	}
 	buf := getBuf()
