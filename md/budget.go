@@ -266,7 +266,7 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 		if rd.cache != nil {
 			defer rd.cache.sweep()
 		}
-		text, recs, err := rd.pass(n, nil)
+		text, recs, err := rd.plainPass(n)
 		if err != nil {
 			return Result{}, err
 		}

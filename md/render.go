@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // renderer holds the state of one render pass. The tree itself is never
@@ -27,6 +28,23 @@ type renderer struct {
 	scratch []byte
 	err     error
 	cache   *Cache // reused scopes, for renders without a plan
+	// views is set by a pass whose buffer becomes its result and is never
+	// written again (see plainPass): a record's text of at least viewMin
+	// bytes is then a view of the buffer, not a copy, unless a node that
+	// is still open may rewrite what was written inside it (fixed > 0).
+	views   bool
+	viewMin int
+	fixed   int
+}
+
+// textOf is buf[start:] as a record's text: a view of buf when nothing can
+// write those bytes again (see renderer.views), else a copy.
+func (r *renderer) textOf(buf []byte, start int) string {
+	n := len(buf) - start
+	if r.views && r.fixed == 0 && n >= r.viewMin && n > 0 {
+		return unsafe.String(&buf[start], n)
+	}
+	return string(buf[start:])
 }
 
 // rec is what one scope rendered to. Records are kept in document order.
@@ -48,6 +66,42 @@ type rec struct {
 	// emptied is set when the scope rendered nothing because everything
 	// in it was dropped.
 	emptied bool
+}
+
+// plainPass renders n without a plan, as pass does, into a buffer of its
+// own that becomes the text: with a cache, the records' texts and what the
+// cache keeps of them are views of that text where nothing could write
+// them again (see renderer.textOf), where each scope rendered again would
+// otherwise copy its text (a whole catalogue, for one entry changed).
+// The buffer is never written once the pass is over, and never pooled.
+func (rd *Renderer) plainPass(n Node) (string, []rec, error) {
+	if rd.cache == nil {
+		return rd.pass(n, nil)
+	}
+	r := renderer{counter: rd.counter, record: true, cache: rd.cache, count: rd.counts(), views: true}
+	r.recs = make([]rec, 0, rd.cache.recsHint.Load()+1)
+	// Room for what the last such pass wrote and a little more: a buffer
+	// that grows leaves its views in the old one, which is kept alive.
+	size := 64 << 10
+	if h := int(rd.cache.textHint.Load()); h > 0 {
+		size = h + h/8 + 1024
+	}
+	// Small texts are copied: a view keeps the whole buffer alive for as
+	// long as the cache keeps it.
+	r.viewMin = max(4096, size/32)
+	buf := r.renderNode(make([]byte, 0, size), n)
+	if r.err == nil {
+		rd.cache.textHint.Store(int64(len(buf)))
+	}
+	switch {
+	case len(buf) == 0:
+		return "", r.recs, r.err
+	case cap(buf) > 2*len(buf)+4096:
+		// Much shorter than last time: the text is copied rather than
+		// holding on to the rest (the views keep the buffer meanwhile).
+		return string(buf), r.recs, r.err
+	}
+	return unsafe.String(&buf[0], len(buf)), r.recs, r.err
 }
 
 func (r *renderer) renderNode(buf []byte, n Node) []byte {
@@ -188,11 +242,18 @@ func (b *Block) render(r *renderer, buf []byte) []byte {
 		return buf
 	}
 	start := len(buf)
+	reshape := b.Prefix != "" || b.Indent != ""
+	if reshape {
+		r.fixed++
+	}
 	buf = r.join(buf, b.Children, b.Sep)
+	if reshape {
+		r.fixed--
+	}
 	if len(buf) == start {
 		return buf
 	}
-	if b.Prefix != "" || b.Indent != "" {
+	if reshape {
 		buf = r.transform(buf, start, b.Indent+b.Prefix, b.Indent, "")
 	}
 	return buf
@@ -207,7 +268,9 @@ func (h *Heading) render(r *renderer, buf []byte) []byte {
 	buf = append(buf, "######"[:level]...)
 	buf = append(buf, ' ')
 	at := len(buf)
+	r.fixed++
 	buf = r.join(buf, h.Children, "")
+	r.fixed--
 	if len(buf) == at {
 		return buf[:start]
 	}
@@ -318,6 +381,8 @@ func (l *List) render(r *renderer, buf []byte) []byte {
 		buf = append(buf, '\n') // a list never runs on from inline text
 	}
 	listStart := len(buf)
+	r.fixed++
+	defer func() { r.fixed-- }()
 	number, wrote, markerWidth := 0, false, 2
 	var walk func(items []Node)
 	walk = func(items []Node) {
@@ -404,7 +469,9 @@ func (t *TitledList) render(r *renderer, buf []byte) []byte {
 	items, more := t.shown()
 	start := len(buf)
 	if t.Title != nil {
+		r.fixed++ // gone again when the list is empty
 		buf = r.renderNode(buf, t.Title)
+		r.fixed--
 		if len(buf) > start {
 			buf = append(buf, ':')
 		}
@@ -449,7 +516,9 @@ func (x *XMLElement) render(r *renderer, buf []byte) []byte {
 	at := len(buf)
 	saved := r.inXML
 	r.inXML = true
+	r.fixed++
 	buf = r.join(buf, x.Children, "\n")
+	r.fixed--
 	r.inXML = saved
 	switch {
 	case len(buf) == at:
@@ -471,7 +540,9 @@ func (q *QuoteBlock) render(r *renderer, buf []byte) []byte {
 		return buf
 	}
 	start := len(buf)
+	r.fixed++
 	buf = r.join(buf, q.Children, "\n\n")
+	r.fixed--
 	if len(buf) == start {
 		return buf
 	}
@@ -498,6 +569,8 @@ func (t *Table) render(r *renderer, buf []byte) []byte {
 			buf = append(buf, " |"...)
 		}
 	}
+	r.fixed++
+	defer func() { r.fixed-- }()
 	row(t.Header)
 	buf = append(buf, "\n|"...)
 	for i := 0; i < cols; i++ {
@@ -538,7 +611,8 @@ func (s *Section) render(r *renderer, buf []byte) []byte {
 	// A section whose droppable parts were all dropped goes whole: what is
 	// left (an introduction, a notice) was there for them. The scopes that
 	// rendered inside it are then not in the prompt, and the report must
-	// say so.
+	// say so. (Without a plan nothing is dropped, so a pass that keeps
+	// views of its buffer only ever takes back a body that wrote nothing.)
 	if len(buf) == at || (r.dropped > dropped && r.kept == kept) {
 		for i := firstRec; i < len(r.recs); i++ {
 			if r.recs[i].text != "" {
@@ -638,7 +712,13 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	sep := r.sep
 	droppedBefore := r.dropped
 	r.depth++
+	if s.Truncatable {
+		r.fixed++ // what is inside may be cut
+	}
 	buf = r.join(buf, s.Children, sep)
+	if s.Truncatable {
+		r.fixed--
+	}
 	r.depth--
 	if s.Notice != nil && len(buf) > start && r.dropped > droppedBefore {
 		r.offPlan++
@@ -664,7 +744,7 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	}
 	if slot >= 0 {
 		rc := &r.recs[slot]
-		rc.text = string(buf[start:])
+		rc.text = r.textOf(buf, start)
 		rc.at = start
 		rc.cut = cut
 		rc.emptied = len(buf) == start && r.dropped > droppedBefore

@@ -274,7 +274,9 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	buf = append(buf, x.Tag...)
 	buf = append(buf, '>')
 	whole := &r.recs[recsStart]
-	text := string(buf[elemStart:])
+	// Nothing inside the element is written again once it is done, so
+	// its text may be a view of the buffer (see renderer.textOf).
+	text := r.textOf(buf, elemStart)
 	save(text)
 	whole.text = text
 	whole.at = elemStart
@@ -313,7 +315,11 @@ func (x *XMLElement) renderChild(r *renderer, s *Scope, buf []byte, afterTag boo
 	}
 	start := len(buf)
 	recsAt, keptAt := len(r.recs), r.kept
+	// The child is rendered past the end of the caller's buffer, where
+	// the caller then writes: nothing of it may be a view.
+	r.fixed++
 	buf = s.render(r, buf)
+	r.fixed--
 	text := string(buf[start:])
 	sg := &xmlSeg{afterTag: afterTag, kept: r.kept - keptAt, tokens: -1}
 	sg.recs = append([]rec(nil), r.recs[recsAt:]...)

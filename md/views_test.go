@@ -1,0 +1,109 @@
+package md_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/loomctx/loom/md"
+)
+
+// bigScope is a named scope whose text is long enough that a render
+// through a cache keeps it as a view of the render's buffer rather than a
+// copy (a few kilobytes), with a nested scope of its own.
+func bigScope(rng *rand.Rand, name string) *md.Scope {
+	var b strings.Builder
+	for i := range 300 + rng.IntN(300) {
+		fmt.Fprintf(&b, "%s line %d", name, i)
+		if rng.IntN(9) == 0 {
+			b.WriteString(" | cell\n") // a table cell and a heading change these
+		} else {
+			b.WriteByte('\n')
+		}
+	}
+	inner := md.Named(name+"-inner", md.Text(strings.Repeat(name+" inner words\n", 100+rng.IntN(400))))
+	s := md.Named(name, md.Text(strings.TrimSuffix(b.String(), "\n")), inner)
+	if rng.IntN(5) == 0 {
+		s.Truncate(200 + rng.IntN(2000)) // its own cap cuts what is inside it
+	}
+	return s
+}
+
+// place puts n inside a node that writes what its children wrote again
+// (indents, prefixes, cuts, joins lines) or one that leaves it as it is.
+func place(rng *rand.Rand, n md.Node, memo *md.XMLMemo) md.Node {
+	switch rng.IntN(12) {
+	case 0:
+		return md.UL(md.Item(md.Text("first")), n, md.Item(md.Text("last")))
+	case 1:
+		return md.Quote(n)
+	case 2:
+		return &md.Block{Sep: "\n", Prefix: "> ", Indent: "  ", Children: []md.Node{n}}
+	case 3:
+		return md.XML("plain", nil, n, md.Text("tail"))
+	case 4:
+		return md.Title(2, md.Text("T"), n)
+	case 5:
+		return &md.TitledList{Title: n, Max: 2}
+	case 6:
+		return &md.Table{Header: []md.Node{md.Text("h")}, Rows: [][]md.Node{{n}}}
+	case 7:
+		x := md.XML("memo", nil, n)
+		if s, ok := n.(*md.Scope); ok && memo != nil {
+			x = md.XML("memo", nil, s, md.Named("next", md.Text("next\nentry")))
+			x.Memo(memo)
+		}
+		return x
+	case 8:
+		return md.Sec(1, "Section", md.Raw("intro"), n)
+	case 9:
+		return md.Named("outer", md.Text("before"), n).Truncate(300 + rng.IntN(3000))
+	}
+	return md.Named("plain", n)
+}
+
+// Renders through a cache, where long texts are views of each render's
+// buffer, give what renders without one give, wherever the long scopes sit
+// (inside nodes that write their content again, or not) and however they
+// are shared between renders; and a result stays what it was after later
+// renders.
+func TestViewsOfTheBufferGiveTheSameRender(t *testing.T) {
+	c := words{}
+	for seed := range uint64(150) {
+		rng := rand.New(rand.NewPCG(seed, 31))
+		cache, memo := md.NewCache(), md.NewXMLMemo()
+		pool := []*md.Scope{bigScope(rng, "a"), bigScope(rng, "b"), bigScope(rng, "c")}
+		type kept struct {
+			res  md.Result
+			text string
+		}
+		var earlier []kept
+		for round := range 6 {
+			if rng.IntN(2) == 0 {
+				pool[rng.IntN(len(pool))] = bigScope(rng, fmt.Sprintf("r%d", round))
+			}
+			var parts []md.Node
+			for range 1 + rng.IntN(4) {
+				parts = append(parts, place(rng, pool[rng.IntN(len(pool))], memo))
+			}
+			tree := md.Doc(parts...)
+			// The cached render goes first: the one without a cache would
+			// fill the memo.
+			got, err2 := md.NewRenderer(md.WithCounter(c), md.WithCache(cache)).Render(tree)
+			want, err1 := md.NewRenderer(md.WithCounter(c)).Render(tree)
+			if (err1 == nil) != (err2 == nil) || got.Text != want.Text {
+				t.Fatalf("seed %d round %d: text differs\n%q\n%q", seed, round, got.Text, want.Text)
+			}
+			if !sameReport(got.Report, want.Report) {
+				t.Fatalf("seed %d round %d: report differs\n%+v\n%+v", seed, round, show(got.Report), show(want.Report))
+			}
+			earlier = append(earlier, kept{got, strings.Clone(got.Text)})
+			for i, k := range earlier {
+				if k.res.Text != k.text {
+					t.Fatalf("seed %d round %d: the text of round %d changed", seed, round, i)
+				}
+			}
+		}
+	}
+}
