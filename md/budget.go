@@ -1594,12 +1594,20 @@ func (p *plan) savings(cost []int, share func(idx int) float64) []float64 {
 // shares returns, for each scope, its share of what its parent adds
 // around its children (see savings).
 func (p *plan) shares(cost []int) func(idx int) float64 {
-	inner := make([]int, len(p.scopes)) // children's costs, by parent
+	// Children's costs by parent (sums of ints, exact as floats), then, in
+	// place, each parent's share: worked out once per parent, as a large
+	// tree's scopes have few.
+	share := make([]float64, len(p.scopes))
 	kids := make([]int, len(p.scopes))
 	for i, si := range p.scopes {
 		if si.parent >= 0 {
-			inner[si.parent] += cost[i]
+			share[si.parent] += float64(cost[i])
 			kids[si.parent]++
+		}
+	}
+	for parent, n := range kids {
+		if n > 0 {
+			share[parent] = min(max((float64(cost[parent])-share[parent])/float64(n), 1), maxShare)
 		}
 	}
 	return func(idx int) float64 {
@@ -1607,7 +1615,7 @@ func (p *plan) shares(cost []int) func(idx int) float64 {
 		if parent < 0 {
 			return 1
 		}
-		return min(max(float64(cost[parent]-inner[parent])/float64(kids[parent]), 1), maxShare)
+		return share[parent]
 	}
 }
 
