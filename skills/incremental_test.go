@@ -187,6 +187,11 @@ func TestPatchedSetEqualsFresh(t *testing.T) {
 			// different ones.
 			{map[string]string{"skills/f/SKILL.md": skillMD("ff", "Misnamed once.")}, "Misnamed once."},
 			{map[string]string{"skills/f/SKILL.md": skillMD("fff", "Misnamed twice.")}, "Misnamed twice."},
+			// A new skill folder: the listing changed, so the folder is
+			// listed again; then edits of it and of the others patch again.
+			{map[string]string{"skills/h/SKILL.md": skillMD("h", "Added.")}, "Added."},
+			{map[string]string{"skills/h/SKILL.md": skillMD("h", "Added, edited.")}, "Added, edited."},
+			{map[string]string{"skills/c/SKILL.md": skillMD("c", "Gamma edited.")}, "Gamma edited."},
 		} {
 			writeFiles(t, dir, step.files)
 			got := settle(t, l, "the edit", func(s *Set) bool {
@@ -205,6 +210,11 @@ func TestPatchedSetEqualsFresh(t *testing.T) {
 		}
 		if n := l.patches.Load(); n < 3 {
 			t.Fatalf("watch=%v: only %d of the reloads patched the last Set", watch, n)
+		}
+		// Watched, an edit of a skill folder's file loads that folder's
+		// entry alone (patchRoot), without listing the folder.
+		if n := l.rootPatches.Load(); watch && n < 3 {
+			t.Fatalf("only %d of the watched reloads patched the skills folder's last load", n)
 		}
 		if watch {
 			ws.Close()

@@ -134,6 +134,8 @@ type Loader struct {
 
 	parses  atomic.Int64 // files parsed, for tests
 	patches atomic.Int64 // Sets made by patchSet, for tests
+	// rootPatches counts roots loaded by patchRoot, for tests.
+	rootPatches atomic.Int64
 
 	// written maps a built-in skill's file in BuiltinDir to the text it
 	// holds, once checked or written in this Loader's life.
@@ -383,6 +385,12 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 	} else {
 		delete(l.rootMemo, memoKey)
 	}
+	if prev != nil && prev.stamp != stamp && prev.epoch == l.binsEpoch {
+		if out, ok := l.patchRoot(r, prev, changed, stamp, chk, seen); ok {
+			*diags = append(*diags, prev.diags...)
+			return out, false
+		}
+	}
 	before := len(*diags)
 	entries, err := r.door.ReadDir(r.dir)
 	if err != nil {
@@ -504,6 +512,58 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		l.rememberRoot(memoKey, memo)
 	}
 	return out, false
+}
+
+// maxRootPatch bounds the entries patchRoot loads again.
+const maxRootPatch = 16
+
+// patchRoot is loadRoot for a folder root of the watched workspace whose
+// change log named a few entries that were there at its last load (a
+// skill's file edited): the folder's listing and its other entries are
+// not looked at, and only those entries are loaded again, into the last
+// load's memo, which it updates in place. It reports false, having
+// changed nothing, whenever that would not be what loadRoot gives: an
+// entry added, removed or no longer a skill, or left out as a starter
+// template now or before.
+func (l *Loader) patchRoot(r *root, prev *rootMemo, changed []string, stamp uint64, chk *checker, seen map[string]bool) ([]*Skill, bool) {
+	if r.flat || r.door != l.ws || r.external || r.source != SourceWorkspace || len(changed) > maxRootPatch {
+		return nil, false
+	}
+	type patch struct {
+		k   int // place in prev.jobs
+		job jobMemo
+	}
+	patches := make([]patch, 0, len(changed))
+	for _, name := range changed {
+		k, found := slices.BinarySearchFunc(prev.jobs, name, func(j jobMemo, name string) int { return strings.Compare(j.name, name) })
+		if !found || prev.jobs[k].skill == nil || prev.jobs[k].skip {
+			return nil, false
+		}
+		j := jobMemo{name: name, rel: prev.jobs[k].rel}
+		j.skill, j.key, _ = l.loadOne(r, name, j.rel, chk, seen)
+		if j.skill == nil {
+			return nil, false // gone, or no longer a folder with a skill
+		}
+		if j.skill.Status != StatusBroken && starter.IsUntouched(j.rel, j.skill.raw) {
+			return nil, false
+		}
+		patches = append(patches, patch{k, j})
+	}
+	// Every job before is in out, in order (none is left out).
+	for _, p := range patches {
+		at := 0
+		for _, j := range prev.jobs[:p.k] {
+			if j.skill != nil && !j.skip {
+				at++
+			}
+		}
+		prev.jobs[p.k] = p.job
+		prev.out[at] = p.job.skill
+	}
+	prev.stamp = stamp
+	l.reusedAny = true
+	l.rootPatches.Add(1)
+	return prev.out, true
 }
 
 func (l *Loader) rememberRoot(key string, m *rootMemo) {
