@@ -32,8 +32,8 @@ func bigScope(rng *rand.Rand, name string) *md.Scope {
 
 // place puts n inside a node that writes what its children wrote again
 // (indents, prefixes, cuts, joins lines) or one that leaves it as it is.
-func place(rng *rand.Rand, n md.Node, memo *md.XMLMemo) md.Node {
-	switch rng.IntN(12) {
+func place(rng *rand.Rand, n md.Node, memo, outer, inner *md.XMLMemo) md.Node {
+	switch rng.IntN(13) {
 	case 0:
 		return md.UL(md.Item(md.Text("first")), n, md.Item(md.Text("last")))
 	case 1:
@@ -57,6 +57,13 @@ func place(rng *rand.Rand, n md.Node, memo *md.XMLMemo) md.Node {
 		return x
 	case 8:
 		return md.Sec(1, "Section", md.Raw("intro"), n)
+	case 10:
+		// An element with a memo inside a child of another: the inner one
+		// is rendered aside, then written again indented.
+		if s, ok := n.(*md.Scope); ok {
+			in := md.XML("inner", nil, s, md.Named("x", md.Text("x\ny"))).Memo(inner)
+			return md.XML("outer", nil, md.Named("wrap", in), md.Named("y", md.Text("y\nz"))).Memo(outer)
+		}
 	case 9:
 		return md.Named("outer", md.Text("before"), n).Truncate(300 + rng.IntN(3000))
 	}
@@ -72,7 +79,7 @@ func TestViewsOfTheBufferGiveTheSameRender(t *testing.T) {
 	c := words{}
 	for seed := range uint64(150) {
 		rng := rand.New(rand.NewPCG(seed, 31))
-		cache, memo := md.NewCache(), md.NewXMLMemo()
+		cache, memo, outer, inner := md.NewCache(), md.NewXMLMemo(), md.NewXMLMemo(), md.NewXMLMemo()
 		pool := []*md.Scope{bigScope(rng, "a"), bigScope(rng, "b"), bigScope(rng, "c")}
 		type kept struct {
 			res  md.Result
@@ -85,7 +92,7 @@ func TestViewsOfTheBufferGiveTheSameRender(t *testing.T) {
 			}
 			var parts []md.Node
 			for range 1 + rng.IntN(4) {
-				parts = append(parts, place(rng, pool[rng.IntN(len(pool))], memo))
+				parts = append(parts, place(rng, pool[rng.IntN(len(pool))], memo, outer, inner))
 			}
 			tree := md.Doc(parts...)
 			// The cached render goes first: the one without a cache would

@@ -228,7 +228,11 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 
 	// save keeps what this render made for the next, with text the
 	// element's text from its start (at least up to its last child).
-	save := func(text string) {
+	// With share, the records are kept as the pass's own rather than
+	// copied: nothing writes the pass's records once made, but for a
+	// node that takes them back, which none around the element does when
+	// none may write its text again either (r.fixed == 0).
+	save := func(text string, share bool) {
 		if r.err != nil {
 			return // a child failed: nothing of this render is kept
 		}
@@ -243,7 +247,10 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 		}
 		m.last, m.lastSegs = now, segs
 		m.lastText, m.lastTextOff = text, textOff
-		m.lastRecs, m.lastRecOff = slices.Clone(r.recs[childRecs:]), recOff
+		m.lastRecs, m.lastRecOff = r.recs[childRecs:len(r.recs):len(r.recs)], recOff
+		if !share {
+			m.lastRecs = slices.Clone(m.lastRecs)
+		}
 		if len(m.m) > 2*n+64 {
 			for s, sg := range m.m {
 				if sg.gen+1 < gen {
@@ -257,14 +264,14 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	switch {
 	case written == 0:
 		// Nothing inside: self-closed, and the element's record goes.
-		save(string(buf[elemStart:]))
+		save(string(buf[elemStart:]), false)
 		copy(r.recs[recsStart:], r.recs[recsStart+1:])
 		r.recs = r.recs[:len(r.recs)-1]
 		return append(buf[:tagEnd], "/>"...), true
 	case written == 1 && oneLine:
 		// One line of content stays on the tag's line: render it the
 		// usual way.
-		save(string(buf[elemStart:]))
+		save(string(buf[elemStart:]), false)
 		r.recs = r.recs[:recsStart]
 		r.kept = keptStart
 		return buf[:elemStart], false
@@ -277,7 +284,7 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	// Nothing inside the element is written again once it is done, so
 	// its text may be a view of the buffer (see renderer.textOf).
 	text := r.textOf(buf, elemStart)
-	save(text)
+	save(text, r.views && r.fixed == 0)
 	whole.text = text
 	whole.at = elemStart
 	if add, ok := r.counter.(Additive); ok && r.count {

@@ -232,7 +232,14 @@ func (l *Loader) Load() *Set {
 		chk.goos = runtime.GOOS
 	}
 
-	seen := make(map[string]bool, len(l.cache))
+	// A load that reads every file (the first, or one without a watch)
+	// marks every file seen; a watched one marks the few it read again.
+	var seen map[string]bool
+	if l.ws.Watching() && l.last != nil {
+		seen = map[string]bool{}
+	} else {
+		seen = make(map[string]bool, len(l.cache))
+	}
 	l.reusedAny = false
 	var all []*Skill
 	same := l.last != nil
