@@ -95,7 +95,14 @@ type cached struct {
 	text string
 	// recs are the scope's own record first, then those inside it, each
 	// with its plan index counted from the scope's.
-	recs    []rec
+	recs []rec
+	// src, when recs is nil, are those records as a pass without a plan
+	// made them (its own, which nothing writes again), placed from base:
+	// the first get makes recs of them, so that a scope rendered again
+	// and again (one changed part in a large one) is not copied each time
+	// for a reuse that may never come.
+	src     []rec
+	base    int
 	kept    int // prioritised scopes rendered, for sections around it
 	dropped int // scopes dropped inside it, for notices around it
 }
@@ -113,7 +120,24 @@ func (c *Cache) get(k cacheKey, drops []bool) *cached {
 	}
 	e.gen = c.gen
 	c.touch(sl)
+	if v := e.val; v.recs == nil && v.src != nil {
+		v.recs = relocate(v.src, v.base)
+		v.src = nil
+	}
 	return e.val
+}
+
+// relocate copies records a pass without a plan made for a scope that
+// began at base, with places counted from base and plan indexes from the
+// scope's (every scope inside renders a record).
+func relocate(src []rec, base int) []rec {
+	recs := make([]rec, len(src))
+	copy(recs, src)
+	for j := range recs {
+		recs[j].at -= base
+		recs[j].idx = j
+	}
+	return recs
 }
 
 // touch marks sl used by the current render. The caller holds c.mu.

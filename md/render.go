@@ -755,7 +755,13 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	if s.Prioritized && len(buf) > start && r.offPlan == 0 {
 		r.kept++
 	}
-	if useCache && slot >= 0 && r.err == nil {
+	if useCache && slot >= 0 && r.err == nil && r.plan == nil && r.views && r.fixed == 0 && len(r.recs)-slot >= shareMin {
+		// Nothing takes these records back or writes them again (see
+		// renderer.views): the cache copies them when first asked. (Few
+		// are copied at once: what the cache keeps of a pass's records
+		// keeps all of them.)
+		r.cache.put(ck, drops, &cached{text: r.recs[slot].text, src: r.recs[slot:len(r.recs):len(r.recs)], base: start, kept: r.kept - keptBefore, dropped: r.dropped - droppedBefore})
+	} else if useCache && slot >= 0 && r.err == nil {
 		recs := append([]rec(nil), r.recs[slot:]...)
 		for j := range recs {
 			recs[j].at -= start
@@ -769,6 +775,10 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	}
 	return buf
 }
+
+// shareMin is the fewest records of a scope the cache keeps as the pass's
+// own rather than as a copy.
+const shareMin = 64
 
 func label(s *Scope) string {
 	if len(s.Sources) > 0 {

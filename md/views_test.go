@@ -23,7 +23,13 @@ func bigScope(rng *rand.Rand, name string) *md.Scope {
 		}
 	}
 	inner := md.Named(name+"-inner", md.Text(strings.Repeat(name+" inner words\n", 100+rng.IntN(400))))
-	s := md.Named(name, md.Text(strings.TrimSuffix(b.String(), "\n")), inner)
+	// Enough scopes inside that the cache keeps the pass's records of
+	// them rather than a copy.
+	many := md.Lines()
+	for i := range 70 {
+		many.Children = append(many.Children, md.Named(fmt.Sprintf("%s-%d", name, i), md.Textf("%s item %d", name, i)))
+	}
+	s := md.Named(name, md.Text(strings.TrimSuffix(b.String(), "\n")), inner, many)
 	if rng.IntN(5) == 0 {
 		s.Truncate(200 + rng.IntN(2000)) // its own cap cuts what is inside it
 	}
