@@ -211,7 +211,8 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 			st.diags.Add(workspace.Error, config.FileName, st.cfg.Line("memory.db"), "memory.db", "memories left out: %s", err)
 			return nil
 		}
-		if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
+		dbInfo, err := os.Stat(dbPath)
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		fail := func(err error) *memory.Selection {
@@ -231,7 +232,9 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 		// last listing (a commit grows the WAL or rewrites the database),
 		// so an unchanged store is not queried again; Invalidate says so
 		// for a write the files may not show yet.
-		fp = fileFingerprint(dbPath) + fileFingerprint(dbPath+"-wal") + "\x00" + b.memStamp(ctx, st.opts.User) + "\x00" + st.opts.User
+		// (The database's stat is the one taken above, before the store
+		// was opened: a write after it makes the next render list again.)
+		fp = fingerprintOf(dbInfo, err) + fileFingerprint(dbPath+"-wal") + "\x00" + b.memStamp(ctx, st.opts.User) + "\x00" + st.opts.User
 		b.mu.Lock()
 		cached, known := b.memList, b.memFP == fp
 		b.mu.Unlock()
@@ -358,6 +361,11 @@ func isNil(n md.Node) bool {
 // does not exist.
 func fileFingerprint(path string) string {
 	fi, err := os.Stat(path)
+	return fingerprintOf(fi, err)
+}
+
+// fingerprintOf is fileFingerprint of a stat's result.
+func fingerprintOf(fi os.FileInfo, err error) string {
 	if err != nil {
 		return "-"
 	}
