@@ -1,10 +1,11 @@
 package memory
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -222,23 +223,28 @@ func TestImportBadLines(t *testing.T) {
 }
 
 // TestImportBenchFile imports the memories.jsonl that the shared benchmark
-// generator writes for a large workspace: all 2,000 lines, whole.
+// generator writes for a large workspace (a copy under testdata/, see its
+// README): all 2,000 lines, whole.
 func TestImportBenchFile(t *testing.T) {
-	python, err := exec.LookPath("python3")
+	gz, err := os.Open(filepath.Join("testdata", "bench-memories.jsonl.gz"))
 	if err != nil {
-		t.Skip("python3 not installed")
+		t.Fatal(err)
 	}
-	script, _ := filepath.Abs("../../../../shared/bench/make-workspace")
-	if _, err := os.Stat(script); err != nil {
-		t.Skip("needs the benchmark generator ../shared/bench/make-workspace beside the checkout (not part of the repository):", err)
+	defer gz.Close()
+	zr, err := gzip.NewReader(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
 	}
 	ws := filepath.Join(t.TempDir(), "ws")
-	if out, err := exec.Command(python, script, "large", ws).CombinedOutput(); err != nil {
-		t.Fatalf("make-workspace: %v\n%s", err, out)
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	file := filepath.Join(ws, "memories.jsonl")
-	data, err := os.ReadFile(file)
-	if err != nil {
+	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var want []map[string]string
