@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"net"
 	"net/http"
 	"os"
@@ -33,6 +34,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/loomctx/loom/bench/internal/loadgen"
 )
 
 func main() {
@@ -155,16 +158,16 @@ func run(loom, ws string, conc int, dur time.Duration, rate float64, sess string
 		// One client shows what loom adds to a request on an idle
 		// server; conc clients, what it adds under load (queueing
 		// included, on a machine the load generator shares).
-		upCPU, genCPU := cpuTime(up.Process.Pid), cpuTime(os.Getpid())
+		upCPU, genCPU := loadgen.CPUTime(up.Process.Pid), loadgen.CPUTime(os.Getpid())
 		direct := load("http://"+upAddr+"/v1/chat/completions", body, nil, c, dur)
-		direct.cpu = perRequest(cpuTime(up.Process.Pid)-upCPU, direct)
-		direct.genCPU = perRequest(cpuTime(os.Getpid())-genCPU, direct)
+		direct.cpu = perRequest(loadgen.CPUTime(up.Process.Pid)-upCPU, direct)
+		direct.genCPU = perRequest(loadgen.CPUTime(os.Getpid())-genCPU, direct)
 		direct.print(fmt.Sprintf("direct/%d", c))
-		loomCPU, upCPU, genCPU := cpuTime(srv.Process.Pid), cpuTime(up.Process.Pid), cpuTime(os.Getpid())
+		loomCPU, upCPU, genCPU := loadgen.CPUTime(srv.Process.Pid), loadgen.CPUTime(up.Process.Pid), loadgen.CPUTime(os.Getpid())
 		via := load("http://"+addr+"/v1/chat/completions", body, viaHeaders, c, dur)
-		via.cpu = perRequest(cpuTime(srv.Process.Pid)-loomCPU, via)
-		via.upCPU = perRequest(cpuTime(up.Process.Pid)-upCPU, via)
-		via.genCPU = perRequest(cpuTime(os.Getpid())-genCPU, via)
+		via.cpu = perRequest(loadgen.CPUTime(srv.Process.Pid)-loomCPU, via)
+		via.upCPU = perRequest(loadgen.CPUTime(up.Process.Pid)-upCPU, via)
+		via.genCPU = perRequest(loadgen.CPUTime(os.Getpid())-genCPU, via)
 		via.print(fmt.Sprintf("loom/%d", c))
 		added(direct, via)
 		lastDirect, lastVia = direct, via
@@ -213,25 +216,6 @@ func (r *result) p(xs []time.Duration, q float64) time.Duration {
 	return xs[min(len(xs)-1, int(q*float64(len(xs))))]
 }
 
-// cpuTime is a process's user plus system CPU time so far, in seconds,
-// from /proc (0 where there is none).
-func cpuTime(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command's ")": state is field 3; utime and
-	// stime are 14 and 15, in clock ticks (100 a second on Linux).
-	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	var ut, st float64
-	fmt.Sscan(f[11], &ut)
-	fmt.Sscan(f[12], &st)
-	return (ut + st) / 100
-}
-
 func perRequest(cpu float64, r *result) float64 {
 	if len(r.total) == 0 {
 		return 0
@@ -247,71 +231,40 @@ func (r *result) print(name string) {
 }
 
 func load(url string, body []byte, headers map[string]string, conc int, dur time.Duration) *result {
-	tr := &http.Transport{MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	ctx, cancel := context.WithTimeout(context.Background(), dur)
-	defer cancel()
+	client, done := loadgen.Client(conc)
+	defer done()
 	var mu sync.Mutex
 	total := &result{}
-	var wg sync.WaitGroup
-	begin := time.Now()
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var one result
-			buf := make([]byte, 32<<10)
-			for ctx.Err() == nil {
-				t := time.Now()
-				if !send(client, url, body, headers, buf, t, &one) && ctx.Err() == nil {
-					one.errs++
-				}
+	begin := loadgen.ClosedLoop(conc, dur, func(ctx context.Context) {
+		var one result
+		buf := make([]byte, 32<<10)
+		for ctx.Err() == nil {
+			if !send(client, url, body, headers, buf, time.Now(), &one) && ctx.Err() == nil {
+				one.errs++
 			}
-			total.merge(&mu, &one)
-		}()
-	}
-	wg.Wait()
+		}
+		total.merge(&mu, &one)
+	})
 	return total.finish(begin)
 }
 
-// loadAt sends rate requests per second over conc connections for dur, on
-// a fixed schedule: request i is due at start + i/rate, whether or not the
-// answers to earlier ones have come, and its times run from when it was
-// due. Below the machine's capacity this measures what a request costs
-// rather than how long the closed loop's queue is.
+// loadAt offers rate requests per second over conc connections for dur
+// (loadgen.OpenLoop); each request's times run from when it was due.
 func loadAt(url string, body []byte, headers map[string]string, conc int, dur time.Duration, rate float64) *result {
-	tr := &http.Transport{MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	n := int(rate * dur.Seconds())
-	due := make(chan time.Time, conc)
-	begin := time.Now()
-	go func() {
-		for i := range n {
-			due <- begin.Add(time.Duration(float64(i) / rate * float64(time.Second)))
-		}
-		close(due)
-	}()
+	client, done := loadgen.Client(conc)
+	defer done()
 	var mu sync.Mutex
 	total := &result{}
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var one result
-			buf := make([]byte, 32<<10)
-			for t := range due {
-				time.Sleep(time.Until(t))
-				if !send(client, url, body, headers, buf, t, &one) {
-					one.errs++
-				}
+	begin := loadgen.OpenLoop(conc, dur, rate, func(due iter.Seq[time.Time]) {
+		var one result
+		buf := make([]byte, 32<<10)
+		for t := range due {
+			if !send(client, url, body, headers, buf, t, &one) {
+				one.errs++
 			}
-			total.merge(&mu, &one)
-		}()
-	}
-	wg.Wait()
+		}
+		total.merge(&mu, &one)
+	})
 	return total.finish(begin)
 }
 

@@ -33,6 +33,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"net"
 	"net/http"
@@ -43,6 +44,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/loomctx/loom/bench/internal/loadgen"
 )
 
 func main() {
@@ -260,48 +263,30 @@ func run(loom, ws string, conc int, dur time.Duration, hist int, soak time.Durat
 	return nil
 }
 
-// loadAt sends rate requests per second over conc connections for dur, on
-// a fixed schedule: request i is due at start + i/rate, whether or not the
-// answers to earlier ones have come. Its latency runs from when it was due,
-// so time spent waiting for a free connection counts.
+// loadAt offers rate requests per second over conc connections for dur
+// (loadgen.OpenLoop). Its latency runs from when a request was due, so
+// time spent waiting for a free connection counts.
 func loadAt(url string, body []byte, headers map[string]string, conc int, dur time.Duration, want int, rate float64) *result {
-	tr := &http.Transport{MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	n := int(rate * dur.Seconds())
-	due := make(chan time.Time, conc)
-	begin := time.Now()
-	go func() {
-		for i := range n {
-			due <- begin.Add(time.Duration(float64(i) / rate * float64(time.Second)))
-		}
-		close(due)
-	}()
+	client, done := loadgen.Client(conc)
+	defer done()
 	var mu sync.Mutex
 	total := &result{}
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var lat []time.Duration
-			errs := 0
-			for t := range due {
-				time.Sleep(time.Until(t))
-				status, err := post(client, url, body, headers)
-				if err != nil {
-					errs++
-					continue
-				}
-				lat = append(lat, time.Since(t))
-				if status != want {
-					errs++
-				}
+	begin := loadgen.OpenLoop(conc, dur, rate, func(due iter.Seq[time.Time]) {
+		var lat []time.Duration
+		errs := 0
+		for t := range due {
+			status, err := post(client, url, body, headers)
+			if err != nil {
+				errs++
+				continue
 			}
-			total.add(&mu, lat, errs)
-		}()
-	}
-	wg.Wait()
+			lat = append(lat, time.Since(t))
+			if status != want {
+				errs++
+			}
+		}
+		total.add(&mu, lat, errs)
+	})
 	return total.finish(begin)
 }
 
@@ -387,31 +372,12 @@ type result struct {
 // measured runs a phase and notes the CPU the server (pid) and this load
 // generator spent on it, per request.
 func measured(pid int, phase func() *result) *result {
-	srv, gen := cpuTime(pid), cpuTime(os.Getpid())
+	srv, gen := loadgen.CPUTime(pid), loadgen.CPUTime(os.Getpid())
 	r := phase()
 	if n := float64(r.n + r.errs); n > 0 {
-		r.srvCPU, r.genCPU = (cpuTime(pid)-srv)/n, (cpuTime(os.Getpid())-gen)/n
+		r.srvCPU, r.genCPU = (loadgen.CPUTime(pid)-srv)/n, (loadgen.CPUTime(os.Getpid())-gen)/n
 	}
 	return r
-}
-
-// cpuTime is a process's user plus system CPU time so far, in seconds,
-// from /proc (0 where there is none).
-func cpuTime(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command's ")": state is field 3; utime and
-	// stime are 14 and 15, in clock ticks (100 a second on Linux).
-	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	var ut, st float64
-	fmt.Sscan(f[11], &ut)
-	fmt.Sscan(f[12], &st)
-	return (ut + st) / 100
 }
 
 func (r *result) p(q float64) time.Duration {
@@ -434,39 +400,29 @@ func (r *result) print(name string, rss int) {
 // load runs conc clients, each sending the request again as soon as the
 // last answer is read, for dur.
 func load(url string, body []byte, headers map[string]string, conc int, dur time.Duration, want int) *result {
-	tr := &http.Transport{MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	ctx, cancel := context.WithTimeout(context.Background(), dur)
-	defer cancel()
+	client, done := loadgen.Client(conc)
+	defer done()
 	var mu sync.Mutex
 	total := &result{}
-	var wg sync.WaitGroup
-	begin := time.Now()
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var lat []time.Duration
-			errs := 0
-			for ctx.Err() == nil {
-				t := time.Now()
-				status, err := post(client, url, body, headers)
-				if err != nil {
-					if ctx.Err() == nil {
-						errs++
-					}
-					continue
-				}
-				lat = append(lat, time.Since(t))
-				if status != want {
+	begin := loadgen.ClosedLoop(conc, dur, func(ctx context.Context) {
+		var lat []time.Duration
+		errs := 0
+		for ctx.Err() == nil {
+			t := time.Now()
+			status, err := post(client, url, body, headers)
+			if err != nil {
+				if ctx.Err() == nil {
 					errs++
 				}
+				continue
 			}
-			total.add(&mu, lat, errs)
-		}()
-	}
-	wg.Wait()
+			lat = append(lat, time.Since(t))
+			if status != want {
+				errs++
+			}
+		}
+		total.add(&mu, lat, errs)
+	})
 	return total.finish(begin)
 }
 
