@@ -17,9 +17,9 @@ import (
 // history message of every request, and encoding/json cost more than
 // building the turn.
 func decodeFast(data []byte) (m Message, ok bool) {
-	p := &cursor{b: data}
-	p.ws()
-	if !p.eat('{') {
+	p := jsonscan.NewCursor(data)
+	p.WS()
+	if !p.Eat('{') {
 		return Message{}, false
 	}
 	var seen uint8 // the known keys met, one bit each: a repeat goes the slow way
@@ -30,21 +30,21 @@ func decodeFast(data []byte) (m Message, ok bool) {
 		seen |= bit
 		return true
 	}
-	p.ws()
-	if !p.eat('}') {
+	p.WS()
+	if !p.Eat('}') {
 		for {
-			p.ws()
-			key, plain := p.str()
-			p.ws()
-			if !plain || !p.eat(':') {
+			p.WS()
+			key, plain := p.PlainString()
+			p.WS()
+			if !plain || !p.Eat(':') {
 				return Message{}, false
 			}
-			p.ws()
-			start := p.i
-			if !p.skip() {
+			p.WS()
+			start := p.Pos()
+			if !p.Skip() {
 				return Message{}, false
 			}
-			raw := data[start:p.i]
+			raw := data[start:p.Pos()]
 			switch string(key) {
 			case "role":
 				s, ok := stringValue(raw)
@@ -99,18 +99,18 @@ func decodeFast(data []byte) (m Message, ok bool) {
 				}
 				m.Extra[string(key)] = append(json.RawMessage(nil), raw...)
 			}
-			p.ws()
-			if p.eat(',') {
+			p.WS()
+			if p.Eat(',') {
 				continue
 			}
-			if p.eat('}') {
+			if p.Eat('}') {
 				break
 			}
 			return Message{}, false
 		}
 	}
-	p.ws()
-	if p.i != len(data) {
+	p.WS()
+	if p.Pos() != len(data) {
 		return Message{}, false
 	}
 	if checkToolCalls(m.ToolCalls) != nil {
@@ -174,53 +174,4 @@ func stringValue(raw []byte) (string, bool) {
 		}
 	}
 	return string(out), true
-}
-
-// cursor is a position in JSON text, for decodeFast.
-type cursor struct {
-	b []byte
-	i int
-}
-
-func (p *cursor) ws() {
-	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
-		p.i++
-	}
-}
-
-func (p *cursor) eat(c byte) bool {
-	if p.i < len(p.b) && p.b[p.i] == c {
-		p.i++
-		return true
-	}
-	return false
-}
-
-// str reads a string with no escape at the cursor (a key): plain is false
-// for anything else.
-func (p *cursor) str() (s []byte, plain bool) {
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
-		return nil, false
-	}
-	for j := p.i + 1; j < len(p.b); j++ {
-		switch c := p.b[j]; {
-		case c == '"':
-			s = p.b[p.i+1 : j]
-			p.i = j + 1
-			return s, utf8.Valid(s)
-		case c == '\\' || c < 0x20:
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
-// skip passes over one value (jsonscan.Skip): what it passes is then read
-// by a function that checks it in full (stringValue, encoding/json).
-func (p *cursor) skip() bool {
-	end, ok := jsonscan.Skip(p.b, p.i)
-	if ok {
-		p.i = end
-	}
-	return ok
 }

@@ -9,6 +9,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // Member is one member of an object: its key as written (quotes and
@@ -22,19 +23,19 @@ type Member struct {
 // Object splits b, valid JSON, into its members in order. ok is false when
 // b is not an object.
 func Object(b []byte) (members []Member, ok bool) {
-	p := cursor{b: b}
-	p.ws()
-	if !p.eat('{') {
+	p := Cursor{b: b}
+	p.WS()
+	if !p.Eat('{') {
 		return nil, false
 	}
-	p.ws()
-	if p.eat('}') {
+	p.WS()
+	if p.Eat('}') {
 		return nil, true
 	}
 	for {
-		p.ws()
+		p.WS()
 		ks := p.i
-		if !p.skip() {
+		if !p.Skip() {
 			return nil, false
 		}
 		rawKey := b[ks:p.i]
@@ -44,63 +45,73 @@ func Object(b []byte) (members []Member, ok bool) {
 		} else if json.Unmarshal(rawKey, &key) != nil {
 			return nil, false
 		}
-		p.ws()
-		if !p.eat(':') {
+		p.WS()
+		if !p.Eat(':') {
 			return nil, false
 		}
-		p.ws()
+		p.WS()
 		vs := p.i
-		if !p.skip() {
+		if !p.Skip() {
 			return nil, false
 		}
 		members = append(members, Member{RawKey: rawKey, Key: key, Value: b[vs:p.i:p.i]})
-		p.ws()
-		if p.eat(',') {
+		p.WS()
+		if p.Eat(',') {
 			continue
 		}
-		return members, p.eat('}')
+		return members, p.Eat('}')
 	}
 }
 
 // Array splits b, valid JSON, into its elements in order. ok is false when
 // b is not an array.
 func Array(b []byte) (elems [][]byte, ok bool) {
-	p := cursor{b: b}
-	p.ws()
-	if !p.eat('[') {
+	p := Cursor{b: b}
+	p.WS()
+	if !p.Eat('[') {
 		return nil, false
 	}
-	p.ws()
-	if p.eat(']') {
+	p.WS()
+	if p.Eat(']') {
 		return [][]byte{}, true
 	}
 	for {
-		p.ws()
+		p.WS()
 		s := p.i
-		if !p.skip() {
+		if !p.Skip() {
 			return nil, false
 		}
 		elems = append(elems, b[s:p.i:p.i])
-		p.ws()
-		if p.eat(',') {
+		p.WS()
+		if p.Eat(',') {
 			continue
 		}
-		return elems, p.eat(']')
+		return elems, p.Eat(']')
 	}
 }
 
-type cursor struct {
+// Cursor is a position in JSON text, for readers that pick a few fields
+// out of it by hand (messages' fast message decoder).
+type Cursor struct {
 	b []byte
 	i int
 }
 
-func (p *cursor) ws() {
+// NewCursor returns a cursor at the start of b.
+func NewCursor(b []byte) *Cursor { return &Cursor{b: b} }
+
+// Pos is the cursor's offset in its text.
+func (p *Cursor) Pos() int { return p.i }
+
+// WS passes over white space.
+func (p *Cursor) WS() {
 	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
 		p.i++
 	}
 }
 
-func (p *cursor) eat(c byte) bool {
+// Eat passes over c if it is next, and reports whether it was.
+func (p *Cursor) Eat(c byte) bool {
 	if p.i < len(p.b) && p.b[p.i] == c {
 		p.i++
 		return true
@@ -108,8 +119,28 @@ func (p *cursor) eat(c byte) bool {
 	return false
 }
 
-// skip passes over one value, which the caller knows to be valid.
-func (p *cursor) skip() bool {
+// PlainString reads a string with no escape and no control character at
+// the cursor (a key, most often) and returns its bytes: plain is false for
+// anything else, and for bytes that are not UTF-8.
+func (p *Cursor) PlainString() (s []byte, plain bool) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return nil, false
+	}
+	for j := p.i + 1; j < len(p.b); j++ {
+		switch c := p.b[j]; {
+		case c == '"':
+			s = p.b[p.i+1 : j]
+			p.i = j + 1
+			return s, utf8.Valid(s)
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// Skip passes over one value ([Skip]).
+func (p *Cursor) Skip() bool {
 	end, ok := Skip(p.b, p.i)
 	if ok {
 		p.i = end
