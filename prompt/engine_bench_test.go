@@ -2,8 +2,10 @@ package prompt_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,7 +30,7 @@ func engineWorkspace(b *testing.B, size string) string {
 		b.Skip("the shared benchmark generator is not beside this checkout")
 	}
 	dir := filepath.Join(os.TempDir(), "loom-engine-"+size)
-	if _, err := os.Stat(filepath.Join(dir, ".ready")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, ".ready")); err == nil && intact(dir) {
 		return dir
 	}
 	os.RemoveAll(dir)
@@ -68,6 +70,23 @@ mw.main(sys.argv[1:])
 	store.Close()
 	os.WriteFile(filepath.Join(dir, ".ready"), nil, 0o644)
 	return dir
+}
+
+// intact reports whether every skill and bootstrap file of the generated
+// workspace still has content: an edit loop killed by an earlier version
+// of editLoop between truncating a file and writing it left it empty, and
+// every later run measured a broken skill.
+func intact(dir string) bool {
+	files, _ := filepath.Glob(filepath.Join(dir, "skills", "*", "SKILL.md"))
+	for _, f := range prompt.BootstrapFiles {
+		files = append(files, filepath.Join(dir, f))
+	}
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil && fi.Size() == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // cpuTime is the process's CPU time so far, user and system.
@@ -141,16 +160,36 @@ func BenchmarkRenderBudgeted(b *testing.B) {
 	}
 }
 
+// extraLine is what editLoop appends to the file it edits, and cuts off
+// again.
+const extraLine = "\nOne more line.\n"
+
 // editLoop edits one file between renders, alternating two contents, so
-// each render follows one real change.
+// each render follows one real change. Each edit is one system call, an
+// append of extraLine or a truncation that removes it, so a watcher sees
+// one event and a render never reads a half-written file; and a run killed
+// mid-loop leaves the file whole.
 func editLoop(b *testing.B, bl *prompt.Builder, opts prompt.Options, path string) {
 	ws := bl.Workspace()
 	orig, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { os.WriteFile(path, orig, 0o644) })
-	alt := append(append([]byte{}, orig...), "\nOne more line.\n"...)
+	if bytes.HasSuffix(orig, []byte(extraLine)) { // left so by a killed run
+		orig = orig[:len(orig)-len(extraLine)]
+		if err := os.Truncate(path, int64(len(orig))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Cleanup(func() { os.Truncate(path, int64(len(orig))) })
+	grow := func() error {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString(extraLine)
+		return errors.Join(err, f.Close())
+	}
 	mustRender(b, bl, opts)
 	b.ReportAllocs()
 	i := 0
@@ -163,12 +202,12 @@ func editLoop(b *testing.B, bl *prompt.Builder, opts prompt.Options, path string
 	for b.Loop() {
 		b.StopTimer()
 		i++
-		data := orig
-		if i%2 == 1 {
-			data = alt
-		}
 		gen := ws.Generation()
-		if err := os.WriteFile(path, data, 0o644); err != nil {
+		edit := grow
+		if i%2 == 0 {
+			edit = func() error { return os.Truncate(path, int64(len(orig))) }
+		}
+		if err := edit(); err != nil {
 			b.Fatal(err)
 		}
 		// With a watch, the change is seen once its event arrived: wait
