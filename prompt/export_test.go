@@ -19,3 +19,6 @@ func (b *Builder) LastAt() time.Time {
 
 // HoldRefresh marks an age refresh as in flight (or not).
 func (b *Builder) HoldRefresh(on bool) { b.refreshing.Store(on) }
+
+// SameOptions is sameOptions, for tests.
+func SameOptions(a, b Options) bool { return sameOptions(&a, &b) }

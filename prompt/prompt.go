@@ -195,12 +195,11 @@ func (b *Builder) Close() error {
 // When nothing the prompt depends on has changed since the last call, the
 // last result is returned again; results must be treated as read-only.
 func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
-	key := optsKey(opts)
 	stamp := b.memStamp(ctx, opts.User) // before gathering: a change meanwhile is seen next time
 	if b.ws.Watching() {
 		// A watcher bumps the generation on every change, so an unchanged
 		// generation means no file changed: nothing needs reading at all.
-		last := b.lastFor(key)
+		last := b.lastFor(&opts)
 		if last != nil && last.gen == b.ws.Generation() && stamp != "" && last.memStamp == stamp {
 			if time.Since(last.at) < freshFor {
 				return last.result, last.err
@@ -227,14 +226,14 @@ func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 	tree := st.tree()
 	inputs := st.inputsKey()
 	g := b.ws.Generation() // after every read of this render
-	last := b.lastFor(key)
-	if last != nil && last.inputsKey == inputs && last.gen == g {
-		b.remember(key, inputs, stamp, g, last.result, last.err)
+	last := b.lastFor(&opts)
+	if last != nil && last.inputs == inputs && last.gen == g {
+		b.remember(&opts, last, inputs, stamp, g, last.result, last.err)
 		return last.result, last.err
 	}
 	res, err := st.render(tree)
 	b.nodes.sweep()
-	b.remember(key, inputs, stamp, g, res, err)
+	b.remember(&opts, last, inputs, stamp, g, res, err)
 	return res, err
 }
 
@@ -242,23 +241,31 @@ func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 // channels a server alternates between, few enough to search in a loop.
 const maxRecent = 16
 
-// lastFor returns the newest result for the options key, or nil.
-func (b *Builder) lastFor(key string) *lastRender {
+// lastFor returns the newest result for the options, or nil.
+func (b *Builder) lastFor(opts *Options) *lastRender {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i := len(b.recent) - 1; i >= 0; i-- {
-		if b.recent[i].optsKey == key {
+		if sameOptions(b.recent[i].opts, opts) {
 			return b.recent[i]
 		}
 	}
 	return nil
 }
 
-func (b *Builder) remember(optsKey, inputsKey, memStamp string, gen uint64, res *Result, err error) {
-	r := &lastRender{optsKey: optsKey, inputsKey: inputsKey, memStamp: memStamp, gen: gen, at: time.Now(), result: res, err: err}
+// remember keeps a result for opts. last, when not nil, is a result kept
+// for the same options, whose frozen copy of them is taken again.
+func (b *Builder) remember(opts *Options, last *lastRender, in inputs, memStamp string, gen uint64, res *Result, err error) {
+	var o *Options
+	if last != nil {
+		o = last.opts
+	} else {
+		o = frozen(*opts)
+	}
+	r := &lastRender{opts: o, inputs: in, memStamp: memStamp, gen: gen, at: time.Now(), result: res, err: err}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.recent = slices.DeleteFunc(b.recent, func(l *lastRender) bool { return l.optsKey == optsKey })
+	b.recent = slices.DeleteFunc(b.recent, func(l *lastRender) bool { return sameOptions(l.opts, opts) })
 	if len(b.recent) == maxRecent {
 		b.recent = slices.Delete(b.recent, 0, 1) // the oldest
 	}

@@ -1,8 +1,7 @@
 package prompt
 
 import (
-	"strconv"
-	"strings"
+	"slices"
 	"time"
 )
 
@@ -18,70 +17,72 @@ import (
 const freshFor = 2 * time.Second
 
 type lastRender struct {
-	optsKey   string // the options
-	inputsKey string // what gathering found besides files
-	memStamp  string // the memories' state before gathering (Builder.memStamp)
-	gen       uint64 // the workspace's generation after gathering
-	at        time.Time
-	result    *Result
-	err       error
+	opts     *Options // the options, a copy no caller can change (see frozen)
+	inputs   inputs   // what gathering found besides files
+	memStamp string   // the memories' state before gathering (Builder.memStamp)
+	gen      uint64   // the workspace's generation after gathering
+	at       time.Time
+	result   *Result
+	err      error
 }
 
-// optsKey writes every option that shapes the prompt.
-func optsKey(o Options) string {
-	var b strings.Builder
-	field := func(s string) {
-		b.WriteString(strconv.Quote(s))
-		b.WriteByte(' ')
+// sameOptions reports whether a and b shape the same prompt. It compares
+// every field: a render's options are matched against the last ones on
+// every call, so they are compared where they stand rather than written
+// out as a key. Two times are the same only when they are the same value,
+// location included (a time the same instant elsewhere is only a miss).
+func sameOptions(a, b *Options) bool {
+	return a.Preset == b.Preset && a.Channel == b.Channel && a.ChatURL == b.ChatURL &&
+		sameFork(a.Fork, b.Fork) && a.Subagent == b.Subagent &&
+		a.Now == b.Now && a.Timezone == b.Timezone && a.TestMode == b.TestMode &&
+		(a.Tools == nil) == (b.Tools == nil) && slices.Equal(a.Tools, b.Tools) &&
+		a.User == b.User && a.ChatID == b.ChatID && a.MemoryBudget == b.MemoryBudget &&
+		a.Budget == b.Budget && a.Encoding == b.Encoding && a.Model == b.Model &&
+		a.GOOS == b.GOOS && a.GOARCH == b.GOARCH && a.NoCounts == b.NoCounts
+}
+
+func sameFork(a, b *Fork) bool {
+	if a == nil || b == nil {
+		return a == b
 	}
-	field(o.Preset)
-	field(o.Channel)
-	field(o.ChatURL)
+	return *a == *b
+}
+
+// frozen is a copy of o that shares nothing a caller could change later:
+// its fork and tool list are copied.
+func frozen(o Options) *Options {
 	if o.Fork != nil {
-		field(o.Fork.Title)
-		field(o.Fork.Author)
-		field(o.Fork.Selection)
-	} else {
-		field("\x00nofork")
+		f := *o.Fork
+		o.Fork = &f
 	}
-	field(strconv.FormatBool(o.Subagent))
-	field(o.Now.Format(time.RFC3339Nano))
-	field(o.Timezone)
-	field(strconv.FormatBool(o.TestMode))
-	if o.Tools == nil {
-		field("\x00alltools")
-	} else {
-		field(strings.Join(o.Tools, ","))
+	if o.Tools != nil {
+		o.Tools = append(make([]string, 0, len(o.Tools)), o.Tools...)
 	}
-	field(o.User)
-	field(o.ChatID)
-	field(strconv.Itoa(o.MemoryBudget))
-	field(strconv.Itoa(o.Budget))
-	field(o.Encoding)
-	field(o.Model)
-	field(o.GOOS)
-	field(o.GOARCH)
-	field(strconv.FormatBool(o.NoCounts))
-	return b.String()
+	return &o
 }
 
-// inputsKey writes what a gather found that no file records: the date the
+// inputs is what a gather found that no file records: the date the
 // analyst sees, and each skill's availability.
-func (st *state) inputsKey() string {
-	var b strings.Builder
+type inputs struct {
+	date      string
+	zone      string
+	skills    uint64 // the Set's ID: a loader hands out a new Set whenever a skill or its availability changed
+	hasSkills bool
+	memory    string
+	hasMemory bool
+}
+
+// inputsKey is the render's inputs.
+func (st *state) inputsKey() inputs {
+	var in inputs
 	if st.preset == Analyst && !st.opts.Subagent {
-		b.WriteString(st.now.In(st.loc).Format("2006-01-02"))
-		b.WriteString(st.loc.String())
+		in.date, in.zone = st.now.In(st.loc).Format("2006-01-02"), st.loc.String()
 	}
-	b.WriteByte('|')
 	if st.skills != nil {
-		// A loader hands out a new Set whenever a skill or its
-		// availability changed.
-		b.WriteString(strconv.FormatUint(st.skills.ID(), 10))
+		in.skills, in.hasSkills = st.skills.ID(), true
 	}
-	b.WriteByte('|')
 	if st.memories != nil {
-		b.WriteString(st.memoryKey)
+		in.memory, in.hasMemory = st.memoryKey, true
 	}
-	return b.String()
+	return in
 }
