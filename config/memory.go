@@ -35,31 +35,80 @@ const DefaultMemoryDB = ".loom/memory.db"
 // beside it, may be a symlink (a symlinked .loom/ would take the database
 // elsewhere), so the caller can hand the path to SQLite.
 func MemoryStoreLocation(root string, cfg *Config) (string, error) {
-	if op := strings.TrimSpace(os.Getenv(EnvMemoryDB)); op != "" {
-		abs, err := filepath.Abs(op)
-		if err != nil {
-			return "", fmt.Errorf("%s=%q: %v", EnvMemoryDB, op, err)
-		}
-		return abs, nil
+	if op, err := operatorMemoryDB(); op != "" || err != nil {
+		return op, err
 	}
 	if root == "" {
 		return "", fmt.Errorf("the workspace has no folder on disk for a memory database; set %s", EnvMemoryDB)
 	}
-	rel := DefaultMemoryDB
-	if cfg != nil && cfg.Memory.DB != "" {
-		if msg := insideWorkspace(cfg.Memory.DB); msg != "" {
-			file := cfg.File
-			if file == "" {
-				file = FileName
-			}
-			return "", &Error{File: file, Line: cfg.Line("memory.db"), Msg: "memory.db: " + msg}
-		}
-		rel = path.Clean(cfg.Memory.DB)
+	rel, err := memoryDBRel(cfg)
+	if err != nil {
+		return "", err
 	}
-	if _, err := workspace.LocalPaths(root, rel, "", "-wal", "-shm", "-journal"); err != nil {
+	if _, err := workspace.LocalPaths(root, rel, SQLiteFiles...); err != nil {
 		return "", fmt.Errorf("memory database: %w", err)
 	}
 	return filepath.Join(root, filepath.FromSlash(rel)), nil
+}
+
+// SQLiteFiles are the suffixes of the files SQLite keeps for a database:
+// none for the database itself, then its write-ahead log, its shared
+// memory and its rollback journal.
+var SQLiteFiles = []string{"", "-wal", "-shm", "-journal"}
+
+// MemoryStoreFiles is MemoryStoreLocation through the workspace's door,
+// for a caller that only needs to know whether the database changed: with
+// the path, the identity of each of its files (in SQLiteFiles order, the
+// zero FileID for one missing), given from memory while the door's watch
+// vouches for them. For the operator's database, which is not the
+// workspace's, ids is nil and the caller checks the file itself.
+func MemoryStoreFiles(ws *workspace.Workspace, cfg *Config) (path string, ids []workspace.FileID, err error) {
+	if op, err := operatorMemoryDB(); op != "" || err != nil {
+		return op, nil, err
+	}
+	root := ws.Root()
+	if root == "" {
+		return "", nil, fmt.Errorf("the workspace has no folder on disk for a memory database; set %s", EnvMemoryDB)
+	}
+	rel, err := memoryDBRel(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	ids, err = ws.LocalIDs(rel, SQLiteFiles...)
+	if err != nil {
+		return "", nil, fmt.Errorf("memory database: %w", err)
+	}
+	return filepath.Join(root, filepath.FromSlash(rel)), ids, nil
+}
+
+// operatorMemoryDB is the absolute path of the operator's database, or ""
+// when the operator chose none.
+func operatorMemoryDB() (string, error) {
+	op := strings.TrimSpace(os.Getenv(EnvMemoryDB))
+	if op == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(op)
+	if err != nil {
+		return "", fmt.Errorf("%s=%q: %v", EnvMemoryDB, op, err)
+	}
+	return abs, nil
+}
+
+// memoryDBRel is the workspace's own choice of database, relative to its
+// root: loom.yaml's memory.db, checked, else DefaultMemoryDB.
+func memoryDBRel(cfg *Config) (string, error) {
+	if cfg == nil || cfg.Memory.DB == "" {
+		return DefaultMemoryDB, nil
+	}
+	if msg := insideWorkspace(cfg.Memory.DB); msg != "" {
+		file := cfg.File
+		if file == "" {
+			file = FileName
+		}
+		return "", &Error{File: file, Line: cfg.Line("memory.db"), Msg: "memory.db: " + msg}
+	}
+	return path.Clean(cfg.Memory.DB), nil
 }
 
 // insideWorkspace says what is wrong with p as a loom.yaml path that must

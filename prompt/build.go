@@ -206,14 +206,24 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 		if root == "" {
 			return nil
 		}
-		dbPath, err := config.MemoryStoreLocation(root, st.cfg)
+		dbPath, ids, err := config.MemoryStoreFiles(st.ws, st.cfg)
 		if err != nil {
 			st.diags.Add(workspace.Error, config.FileName, st.cfg.Line("memory.db"), "memory.db", "memories left out: %s", err)
 			return nil
 		}
-		dbInfo, err := os.Stat(dbPath)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+		var dbID, walID workspace.FileID
+		if ids != nil {
+			if ids[0] == (workspace.FileID{}) {
+				return nil // no database yet
+			}
+			dbID, walID = ids[0], ids[1]
+		} else {
+			// The operator's database, outside the workspace's door.
+			var err error
+			if dbID, err = statID(dbPath); errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			walID, _ = statID(dbPath + "-wal")
 		}
 		fail := func(err error) *memory.Selection {
 			var dbErr *memory.DBError
@@ -232,9 +242,10 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 		// last listing (a commit grows the WAL or rewrites the database),
 		// so an unchanged store is not queried again; Invalidate says so
 		// for a write the files may not show yet.
-		// (The database's stat is the one taken above, before the store
-		// was opened: a write after it makes the next render list again.)
-		fp = fingerprintOf(dbInfo, err) + fileFingerprint(dbPath+"-wal") + "\x00" + b.memStamp(ctx, st.opts.User) + "\x00" + st.opts.User
+		// (The database's identity is the one taken above, before the
+		// store was opened: a write after it makes the next render list
+		// again.)
+		fp = fingerprint(dbID) + fingerprint(walID) + "\x00" + b.memStamp(ctx, st.opts.User) + "\x00" + st.opts.User
 		b.mu.Lock()
 		cached, known := b.memList, b.memFP == fp
 		b.mu.Unlock()
@@ -357,17 +368,21 @@ func isNil(n md.Node) bool {
 	return false
 }
 
-// fileFingerprint is a file's size and modification time, or "-" when it
-// does not exist.
-func fileFingerprint(path string) string {
+// statID is the size and modification time of the file at path, the zero
+// FileID when it cannot be stat'ed.
+func statID(path string) (workspace.FileID, error) {
 	fi, err := os.Stat(path)
-	return fingerprintOf(fi, err)
+	if err != nil {
+		return workspace.FileID{}, err
+	}
+	return workspace.FileID{Size: fi.Size(), ModTime: fi.ModTime()}, nil
 }
 
-// fingerprintOf is fileFingerprint of a stat's result.
-func fingerprintOf(fi os.FileInfo, err error) string {
-	if err != nil {
+// fingerprint is a file's size and modification time, or "-" for the zero
+// FileID (no such file).
+func fingerprint(id workspace.FileID) string {
+	if id == (workspace.FileID{}) {
 		return "-"
 	}
-	return strconv.FormatInt(fi.Size(), 10) + "@" + strconv.FormatInt(fi.ModTime().UnixNano(), 10) + ";"
+	return strconv.FormatInt(id.Size, 10) + "@" + strconv.FormatInt(id.ModTime.UnixNano(), 10) + ";"
 }

@@ -1,6 +1,13 @@
 package workspace
 
-import "github.com/fsnotify/fsnotify"
+import (
+	"io/fs"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// IDOf is the identity of the file fi describes.
+func IDOf(fi fs.FileInfo) FileID { return idOf(fi) }
 
 // DiskOps is how many file-system calls the door has made so far.
 func DiskOps() int64 { return diskOps.Load() }

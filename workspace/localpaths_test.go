@@ -1,6 +1,7 @@
 package workspace_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -72,6 +73,38 @@ func TestLocalPathsAgreesWithLocalPath(t *testing.T) {
 			if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) || (err == nil && got != want) {
 				t.Fatalf("LocalPaths: %q, %v; LocalPath one by one: %q, %v", got, err, want, wantErr)
 			}
+			// LocalIDs refuses what LocalPaths refuses, and gives each
+			// file's identity, with and without a watch.
+			for _, watch := range []bool{false, true} {
+				ws, err := workspace.Open(root)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if watch {
+					if err := ws.Watch(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for range 2 { // the second from memory, when watched
+					ids, err := ws.LocalIDs(tc.rel, suffixes...)
+					if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+						t.Fatalf("watch=%v: LocalIDs: %v; LocalPaths: %v", watch, err, wantErr)
+					}
+					if err != nil {
+						continue
+					}
+					for i, s := range suffixes {
+						var want workspace.FileID
+						if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(tc.rel+s))); err == nil {
+							want = workspace.IDOf(fi)
+						}
+						if ids[i] != want {
+							t.Fatalf("watch=%v: LocalIDs[%q] = %+v, want %+v", watch, s, ids[i], want)
+						}
+					}
+				}
+				ws.Close()
+			}
 		})
 	}
 }
@@ -92,4 +125,50 @@ func sym(t *testing.T, target, p string) {
 	if err := os.Symlink(target, p); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// While watching, LocalIDs answers again from memory, with no call to the
+// file system, and sees a change once its event arrived: a file that came,
+// and a folder on the way swapped for a symlink.
+func TestLocalIDsWatched(t *testing.T) {
+	base := t.TempDir()
+	root, outside := filepath.Join(base, "ws"), filepath.Join(base, "out")
+	mk(t, filepath.Join(root, ".loom"))
+	mk(t, outside)
+	put(t, filepath.Join(root, ".loom", "memory.db"))
+	ws, err := workspace.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ids := func() []workspace.FileID {
+		t.Helper()
+		ids, err := ws.LocalIDs(".loom/memory.db", "", "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	first := ids()
+	if first[0] == (workspace.FileID{}) || first[1] != (workspace.FileID{}) {
+		t.Fatalf("ids = %+v, want the database's and none for the log", first)
+	}
+	ops := workspace.DiskOps()
+	if again := ids(); again[0] != first[0] || workspace.DiskOps() != ops {
+		t.Fatalf("a second answer with nothing changed made %d calls to the file system", workspace.DiskOps()-ops)
+	}
+	put(t, filepath.Join(root, ".loom", "memory.db-wal"))
+	eventually(t, "the new log is seen", func() bool { return ids()[1] != (workspace.FileID{}) })
+
+	if err := os.Rename(filepath.Join(root, ".loom"), filepath.Join(outside, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	sym(t, filepath.Join(outside, "moved"), filepath.Join(root, ".loom"))
+	eventually(t, "the symlinked folder is refused", func() bool {
+		_, err := ws.LocalIDs(".loom/memory.db", "", "-wal")
+		return errors.Is(err, workspace.ErrSymlink)
+	})
 }

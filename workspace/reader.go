@@ -316,6 +316,17 @@ func (w *Workspace) Load(rel string) (*File, error) {
 	if w.fsys != nil {
 		return w.loadFS(k, e)
 	}
+	if d := w.renewed(e, rel); d != nil {
+		// Only the file itself had an event: the folders on the way hold
+		// what they held, so they are not walked again. A read that does
+		// not go straight through (the file is gone, or a symlink now)
+		// is made again the long way.
+		at := time.Now()
+		if data, id, err := w.readBeneath(rel, rel, w.maxSize.Load()); err == nil {
+			f, err := newFile(rel, data, id)
+			return w.noteFile(k, f, err, d, at)
+		}
+	}
 	deps := w.walk(rel, false)
 	if e != nil && e.file != nil && !racy(e.file.ID.ModTime, e.at) {
 		if id, _, ok := w.statID(rel); ok && id == e.file.ID {

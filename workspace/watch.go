@@ -23,7 +23,7 @@ import (
 //   - a ReadDir whose names, entry types or error differ from the last listing
 //     of that folder (the first listing counts as a change);
 //   - an IsDir or Exists whose answer differs from the last one for that path
-//     (the first answer counts as a change);
+//     (the first answer counts as a change), and likewise a LocalIDs;
 //   - while watching, any event in a watched folder, and a watcher failure.
 //
 // So if two calls to Generation around a sequence of reads return the same
@@ -176,8 +176,12 @@ type dep struct {
 }
 
 // deps is what an answer depends on. The answer holds while no counter has
-// moved.
-type deps struct{ on []dep }
+// moved. straight marks the deps of a walk that went down its path one
+// name per folder, with no symlink and no "..".
+type deps struct {
+	on       []dep
+	straight bool
+}
 
 // fixed marks an answer that holds for good (an fs.FS-backed workspace).
 var fixed = &deps{}
@@ -189,6 +193,7 @@ const (
 	opReadDir
 	opIsDir
 	opExists
+	opLocal
 )
 
 type memoKey struct {
@@ -203,6 +208,7 @@ type entry struct {
 	list []fs.DirEntry // ReadDir; a private copy
 	err  error         // Load, ReadDir
 	yes  bool          // IsDir, Exists
+	ids  []FileID      // LocalIDs; never changed once stored
 	deps *deps         // nil: check the disk before serving
 	// at is when the answer was read from the disk (zero: not known), and
 	// dir the identity of the folder a ReadDir listed, from a stat made
@@ -312,6 +318,20 @@ func (w *Workspace) noteBool(k memoKey, yes bool, d *deps) bool {
 	return yes
 }
 
+// noteIDs records the answer of a LocalIDs.
+func (w *Workspace) noteIDs(k memoKey, ids []FileID, err error, d *deps) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	prev := w.memo[k]
+	same := prev != nil && errKey(prev.err) == errKey(err) && slices.Equal(prev.ids, ids)
+	if !same {
+		w.gen.Add(1)
+	}
+	if !same || d != nil || prev.deps != nil {
+		w.memo[k] = &entry{ids: ids, err: err, deps: d}
+	}
+}
+
 func sameList(a, b []fs.DirEntry) bool {
 	if len(a) != len(b) {
 		return false
@@ -371,8 +391,40 @@ func (w *Workspace) Watching() bool {
 	return w.watcher != nil && !w.distrust && !w.uncovered.Load()
 }
 
+// renewed returns the dependencies of e, the last answer for the file rel,
+// with the file's own counter brought up to date, when that counter is the
+// only one that moved and e's walk went straight down rel, one folder per
+// name with no symlink: the answer then depends on the file alone, which
+// the caller reads again with no symlink followed. nil otherwise.
+func (w *Workspace) renewed(e *entry, rel string) *deps {
+	if e == nil || e.file == nil || e.deps == nil || !e.deps.straight {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watcher == nil || w.distrust {
+		return nil
+	}
+	on := e.deps.on
+	if len(on) != strings.Count(rel, "/")+1 {
+		return nil
+	}
+	rest := rel
+	for i, d := range on {
+		var name string
+		name, rest, _ = strings.Cut(rest, "/")
+		if d.name != name || d.f.epoch != d.epoch || (i < len(on)-1 && d.f.at(name) != d.n) {
+			return nil
+		}
+	}
+	out := &deps{on: slices.Clone(on), straight: true}
+	last := &out.on[len(on)-1]
+	last.n = last.f.at(last.name)
+	return out
+}
+
 func (w *Workspace) walkWatched(rel string, dir bool) *deps {
-	d := &deps{}
+	d := &deps{straight: true}
 	cur, todo := w.root, rel
 	hops := 0
 	for todo != "" {
@@ -382,6 +434,7 @@ func (w *Workspace) walkWatched(rel string, dir bool) *deps {
 		case "", ".":
 			continue
 		case "..":
+			d.straight = false
 			if cur == w.root {
 				return nil
 			}
@@ -401,6 +454,7 @@ func (w *Workspace) walkWatched(rel string, dir bool) *deps {
 		}
 		if st.Mode()&fs.ModeSymlink != 0 {
 			w.linked.Store(true)
+			d.straight = false
 			if hops++; hops > maxHops {
 				return nil
 			}

@@ -456,3 +456,73 @@ func TestWatchedRootRemoved(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// After an edit of a file alone, a watched Load reads the file again
+// without walking its folders (each folder's lookup is one more call to the
+// file system); a file swapped for a symlink to outside, or a folder on
+// the way swapped for one, is still refused, found the long way.
+func TestWatchedEditReadsOnlyTheFile(t *testing.T) {
+	base := t.TempDir()
+	root, outside := filepath.Join(base, "ws"), filepath.Join(base, "out")
+	rel := "a/b/c/f.md"
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	write(t, p, "one\n")
+	write(t, filepath.Join(outside, "secret.md"), "secret\n")
+	ws := watched(t, root)
+	if got := text(ws, rel); got != "one\n" {
+		t.Fatal(got)
+	}
+	// Each edit is one append, one event: the Load measured is the first
+	// after it, and sees the whole edit.
+	want := "one\n"
+	edit := func(more string) int64 {
+		t.Helper()
+		gen := ws.Generation()
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(more); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		want += more
+		waitGen(t, ws, gen)
+		ops := workspace.DiskOps()
+		if got := text(ws, rel); got != want {
+			t.Fatalf("after the edit: %q, want %q", got, want)
+		}
+		return workspace.DiskOps() - ops
+	}
+	for _, more := range []string{"two\n", "three\n"} {
+		if n := edit(more); n > 2 {
+			t.Errorf("a read after an edit of the file alone made %d calls to the file system; a walk of %s makes 4 more", n, rel)
+		}
+	}
+
+	gen := ws.Generation()
+	os.Remove(p)
+	if err := os.Symlink(filepath.Join(outside, "secret.md"), p); err != nil {
+		t.Fatal(err)
+	}
+	waitGen(t, ws, gen)
+	eventually(t, "the file swapped for a symlink to outside is refused", func() bool {
+		_, err := ws.Load(rel)
+		return errors.Is(err, workspace.ErrOutside) || errors.Is(err, workspace.ErrSymlink)
+	})
+
+	os.Remove(p)
+	write(t, p, "four\n")
+	eventually(t, "the file is back", func() bool { return text(ws, rel) == "four\n" })
+	if err := os.Rename(filepath.Join(root, "a", "b"), filepath.Join(outside, "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "b"), filepath.Join(root, "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(outside, "b", "c", "f.md"), "five\n")
+	eventually(t, "a folder swapped for a symlink to outside is refused", func() bool {
+		_, err := ws.Load(rel)
+		return errors.Is(err, workspace.ErrOutside) || errors.Is(err, workspace.ErrSymlink)
+	})
+}
