@@ -2,6 +2,7 @@ package md_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/loomctx/loom/md"
@@ -102,4 +103,67 @@ func mustCounter(b *testing.B) md.Counter {
 		b.Fatal(err)
 	}
 	return c
+}
+
+// editedPrompt is a prompt shaped like an assistant's on the generator's
+// large workspace (about 120 KB): five long files, a memory section of 42
+// entries, and a catalogue of 248 entries in an XML element with a memo.
+// edit(k) returns the tree with entry 124 replaced by a new scope, whose
+// text is one of two versions by k's parity, as a watched builder makes
+// after one skill file was edited; every other scope is the same value.
+func editedPrompt() (edit func(k int) md.Node) {
+	line := "Keep answers short; cite the file and the line each claim comes from, and say when unsure.\n"
+	file := func(name string, n int) *md.Scope {
+		return md.Named(name, md.Sec(2, name, md.Text(strings.Repeat(line, n)))).From(name + ".md")
+	}
+	files := md.Named("bootstrap", file("AGENTS", 90), file("SOUL", 85), file("USER", 90), file("TOOLS", 88))
+	var mems []md.Node
+	for i := range 42 {
+		mems = append(mems, md.Named(fmt.Sprintf("memory/m%d", i), md.Item(md.Textf("memory %d: %s", i, strings.Repeat("the user prefers terse replies ", 11)))).Prio(2000+i))
+	}
+	memory := md.Named("memory", md.Sec(1, "Memory", md.UL(mems...)))
+	entry := func(i int, desc string) *md.Scope {
+		return md.Named(fmt.Sprintf("skill:s%d", i), md.XML("skill", []md.Attr{{Name: "available", Value: "true"}},
+			md.XML("name", nil, md.Textf("skill-%03d", i)),
+			md.XML("description", nil, md.Text(desc)),
+			md.XML("location", nil, md.Textf("skills/skill-%03d/SKILL.md", i)),
+		)).Prio(4000 + i).From(fmt.Sprintf("skills/skill-%03d/SKILL.md", i))
+	}
+	entries := make([]md.Node, 248)
+	for i := range entries {
+		entries[i] = entry(i, "Reads the workspace's <files> & summarises them for the user, in a few lines.")
+	}
+	memo := md.NewXMLMemo()
+	identity := md.Named("identity", md.Sec(1, "Identity", md.Text(strings.Repeat(line, 12))))
+	return func(k int) md.Node {
+		list := append([]md.Node(nil), entries...)
+		list[124] = entry(124, fmt.Sprintf("Edited %d times: reads the workspace's files.", k%2))
+		skills := md.Named("skills", md.Sec(1, "Skills", md.Named("", md.Raw("Skills you can read:"), md.XML("skills", nil, list...).Memo(memo))))
+		return md.Doc(identity, files, memory, skills)
+	}
+}
+
+// BenchmarkRerenderCatalogue renders a large prompt again after one entry
+// of its catalogue changed, through a cache and the catalogue's memo: md's
+// part of a watched builder's re-render after one skill file was edited.
+func BenchmarkRerenderCatalogue(b *testing.B) {
+	edit := editedPrompt()
+	r := md.NewRenderer(md.WithCounter(mustCounter(b)), md.WithCache(md.NewCache()))
+	for k := range 2 {
+		if _, err := r.Render(edit(k)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	trees := [2]md.Node{edit(0), edit(1)}
+	b.ReportAllocs()
+	k := 0
+	for b.Loop() {
+		k++
+		// A new tree each time, as a builder makes: the edited entry is a
+		// new scope, so the memo and the cache see one change.
+		trees[k%2] = edit(k)
+		if _, err := r.Render(trees[k%2]); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

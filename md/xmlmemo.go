@@ -1,6 +1,7 @@
 package md
 
 import (
+	"bytes"
 	"reflect"
 	"slices"
 	"strings"
@@ -39,18 +40,45 @@ type XMLMemo struct {
 	counter Counter
 	depth   int
 	count   bool
-	// last and lastSegs are the children and segments of the last render,
-	// by position, so that an unchanged child is found without a map
-	// lookup.
-	last     []*Scope
-	lastSegs []*xmlSeg
-	// lastText is the last render's element text up to its last child,
-	// lastRecs its children's records; lastTextOff and lastRecOff say
-	// where each child's part starts (one more for the end).
-	lastText    string
-	lastTextOff []int
-	lastRecs    []rec
-	lastRecOff  []int
+	// last is the last render's children by position, with their
+	// segments and where each one's part starts in lastText and lastRecs,
+	// and one more entry, with no scope, where the parts end: a child
+	// still at its position is found there without a map lookup, and runs
+	// of such children are copied from the last render's text (the
+	// element's, up to its last child) and records in one piece each.
+	last     []xmlPos
+	lastText string
+	lastRecs []rec
+	// spare is an array of positions that no render reads, for the next
+	// render to fill, so that renders take turns with two arrays rather
+	// than making one each. active counts the renders that may still read
+	// last: the array that a render's own replaces becomes the spare only
+	// when there are none.
+	spare  []xmlPos
+	active int
+	// tags holds the counts of the element's opening and closing tags.
+	tags *xmlTags
+}
+
+// xmlPos is one child of an element's render: the child (nil for none),
+// its segment, and where its part (a line break and its text) starts in
+// the element's text and its records among the element's.
+type xmlPos struct {
+	s       *Scope
+	seg     *xmlSeg
+	textOff int
+	recOff  int
+}
+
+// xmlTags is what the counter made of an element's tags: head is the
+// opening tag as written, headTokens the count of head+"\n", tailTokens
+// that of the closing tag, and tailCut whether a cut before the closing
+// tag (after a line break) is one where counts add. It is not changed
+// once made.
+type xmlTags struct {
+	tag, head              string
+	headTokens, tailTokens int
+	tailCut                bool
 }
 
 // NewXMLMemo returns an empty memo.
@@ -101,44 +129,49 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	if r.plan != nil || r.offPlan > 0 || !r.record {
 		return buf, false
 	}
-	for _, c := range x.Children {
-		if c == nil {
-			continue
-		}
-		if _, ok := c.(*Scope); !ok {
-			return buf, false
-		}
-	}
+	n := len(x.Children)
 	m.mu.Lock()
 	if m.m == nil || !sameCounter(m.counter, r.counter) || m.depth != r.depth || m.count != r.count {
 		m.m, m.counter, m.depth, m.count = map[*Scope]*xmlSeg{}, r.counter, r.depth, r.count
-		m.last, m.lastSegs, m.lastText, m.lastTextOff, m.lastRecs, m.lastRecOff = nil, nil, "", nil, nil, nil
+		m.last, m.lastText, m.lastRecs, m.tags = nil, "", nil, nil
 		m.gen++
 	}
 	gen := m.gen
-	// A child at the position it had in the last render is "in place":
-	// runs of those are copied from the last render's text and records
-	// in one piece each.
-	last, lastSegs := m.last, m.lastSegs
-	lastText, lastTextOff, lastRecs, lastRecOff := m.lastText, m.lastTextOff, m.lastRecs, m.lastRecOff
-	n := len(x.Children)
-	segs := make([]*xmlSeg, n)
-	inPlace := make([]bool, n)
+	// This render reads the last one's positions and fills the spare
+	// array (see XMLMemo.spare). A child at the position it had in the
+	// last render is "in place".
+	last, lastText, lastRecs, tags := m.last, m.lastText, m.lastRecs, m.tags
+	pos := m.spare
+	m.spare = nil
+	if cap(pos) < n+1 {
+		pos = make([]xmlPos, n+1)
+	}
+	pos = pos[:n+1]
 	known := 1
 	for i, c := range x.Children {
-		s, _ := c.(*Scope)
+		var s *Scope
+		if c != nil {
+			var ok bool
+			if s, ok = c.(*Scope); !ok {
+				m.spare = pos
+				m.mu.Unlock()
+				return buf, false
+			}
+		}
 		var sg *xmlSeg
-		if i < len(last) && last[i] == s {
-			sg, inPlace[i] = lastSegs[i], true
+		if i < len(last)-1 && last[i].s == s {
+			sg = last[i].seg
 		} else if s != nil {
 			sg = m.m[s]
 		}
 		if sg != nil {
 			sg.gen = gen
-			segs[i] = sg
 			known += len(sg.recs)
 		}
+		pos[i] = xmlPos{s: s, seg: sg}
 	}
+	pos[n] = xmlPos{}
+	m.active++
 	m.mu.Unlock()
 
 	elemStart := len(buf)
@@ -163,43 +196,45 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	childRecs := len(r.recs)
 	savedXML, savedSep := r.inXML, r.sep
 	r.inXML, r.sep = true, "\n"
-	var fresh []*Scope
-	var freshSegs []*xmlSeg
-	textOff := make([]int, n+1) // where each child's text starts, from elemStart
-	recOff := make([]int, n+1)  // where its records start, from childRecs
+	// fresh lists the positions of children rendered here, for the map.
+	var freshBuf [4]int
+	fresh := freshBuf[:0]
 	written, oneLine := 0, false
-	runFrom := -1
+	// tokens sums the children's counts, while each may be added (see
+	// xmlSeg.cut).
+	tokens, adds := 0, true
+	runFrom := -1 // the first of a run of children in place, copied at its end
 	flush := func(to int) {
-		if runFrom < 0 {
-			return
+		if runFrom >= 0 {
+			buf = append(buf, lastText[last[runFrom].textOff:last[to].textOff]...)
+			r.recs = append(r.recs, lastRecs[last[runFrom].recOff:last[to].recOff]...)
+			runFrom = -1
 		}
-		tb, rb := len(buf)-elemStart, len(r.recs)-childRecs
-		for j := runFrom; j < to; j++ {
-			textOff[j] = tb + lastTextOff[j] - lastTextOff[runFrom]
-			recOff[j] = rb + lastRecOff[j] - lastRecOff[runFrom]
-		}
-		buf = append(buf, lastText[lastTextOff[runFrom]:lastTextOff[to]]...)
-		r.recs = append(r.recs, lastRecs[lastRecOff[runFrom]:lastRecOff[to]]...)
-		runFrom = -1
 	}
-	for i, c := range x.Children {
-		s, _ := c.(*Scope)
-		sg := segs[i]
-		if inPlace[i] && (s == nil || sg != nil && (sg.text == "" || sg.afterTag == (written == 0))) {
+	dText, dRecs := 0, 0 // how far a run's parts moved since the last render
+	for i := range n {
+		p := &pos[i]
+		s, sg := p.s, p.seg
+		if i < len(last)-1 && last[i].s == s && (s == nil || sg != nil && (sg.text == "" || sg.afterTag == (written == 0))) {
 			if runFrom < 0 {
 				runFrom = i
+				dText = len(buf) - elemStart - last[i].textOff
+				dRecs = len(r.recs) - childRecs - last[i].recOff
 			}
+			p.textOff, p.recOff = last[i].textOff+dText, last[i].recOff+dRecs
 			if sg != nil {
 				if sg.text != "" {
 					written++
 					oneLine = sg.oneLine
+					tokens += sg.tokens
+					adds = adds && sg.cut && sg.tokens >= 0
 				}
 				r.kept += sg.kept
 			}
 			continue
 		}
 		flush(i)
-		textOff[i], recOff[i] = len(buf)-elemStart, len(r.recs)-childRecs
+		p.textOff, p.recOff = len(buf)-elemStart, len(r.recs)-childRecs
 		if s == nil {
 			continue
 		}
@@ -208,70 +243,36 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 			sg = x.renderChild(r, s, buf, afterTag)
 			if r.err == nil {
 				sg.gen = gen
-				fresh = append(fresh, s)
-				freshSegs = append(freshSegs, sg)
+				fresh = append(fresh, i)
 			}
-			segs[i] = sg
+			p.seg = sg
 		}
 		if sg.text != "" {
 			buf = append(buf, '\n')
 			buf = append(buf, sg.text...)
 			written++
 			oneLine = sg.oneLine
+			tokens += sg.tokens
+			adds = adds && sg.cut && sg.tokens >= 0
 		}
 		r.recs = append(r.recs, sg.recs...)
 		r.kept += sg.kept
 	}
 	flush(n)
-	textOff[n], recOff[n] = len(buf)-elemStart, len(r.recs)-childRecs
+	pos[n].textOff, pos[n].recOff = len(buf)-elemStart, len(r.recs)-childRecs
 	r.inXML, r.sep = savedXML, savedSep
-
-	// save keeps what this render made for the next, with text the
-	// element's text from its start (at least up to its last child).
-	// With share, the records are kept as the pass's own rather than
-	// copied: nothing writes the pass's records once made, but for a
-	// node that takes them back, which none around the element does when
-	// none may write its text again either (r.fixed == 0).
-	save := func(text string, share bool) {
-		if r.err != nil {
-			return // a child failed: nothing of this render is kept
-		}
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		for i, s := range fresh {
-			m.m[s] = freshSegs[i]
-		}
-		now := make([]*Scope, n)
-		for i, c := range x.Children {
-			now[i], _ = c.(*Scope)
-		}
-		m.last, m.lastSegs = now, segs
-		m.lastText, m.lastTextOff = text, textOff
-		m.lastRecs, m.lastRecOff = r.recs[childRecs:len(r.recs):len(r.recs)], recOff
-		if !share {
-			m.lastRecs = slices.Clone(m.lastRecs)
-		}
-		if len(m.m) > 2*n+64 {
-			for s, sg := range m.m {
-				if sg.gen+1 < gen {
-					delete(m.m, s)
-				}
-			}
-		}
-		m.gen++
-	}
 
 	switch {
 	case written == 0:
 		// Nothing inside: self-closed, and the element's record goes.
-		save(string(buf[elemStart:]), false)
+		m.save(pos, fresh, string(buf[elemStart:]), r.recs[childRecs:], false, nil, r.err == nil)
 		copy(r.recs[recsStart:], r.recs[recsStart+1:])
 		r.recs = r.recs[:len(r.recs)-1]
 		return append(buf[:tagEnd], "/>"...), true
 	case written == 1 && oneLine:
 		// One line of content stays on the tag's line: render it the
 		// usual way.
-		save(string(buf[elemStart:]), false)
+		m.save(pos, fresh, string(buf[elemStart:]), r.recs[childRecs:], false, nil, r.err == nil)
 		r.recs = r.recs[:recsStart]
 		r.kept = keptStart
 		return buf[:elemStart], false
@@ -284,32 +285,77 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	// Nothing inside the element is written again once it is done, so
 	// its text may be a view of the buffer (see renderer.textOf).
 	text := r.textOf(buf, elemStart)
-	save(text, r.views && r.fixed == 0)
 	whole.text = text
 	whole.at = elemStart
-	if add, ok := r.counter.(Additive); ok && r.count {
-		tokens := r.counter.Count(string(buf[elemStart:at])+"\n") + r.counter.Count(string(buf[len(buf)-len(x.Tag)-3:]))
-		ok = add.AddsAt("\n"+string(buf[len(buf)-len(x.Tag)-3:]), 1)
-		for _, sg := range segs {
-			if !ok {
-				break
-			}
-			if sg == nil || sg.text == "" {
-				continue
-			}
-			ok = sg.cut && sg.tokens >= 0
-			tokens += sg.tokens
+	newTags := (*xmlTags)(nil)
+	if add, ok := r.counter.(Additive); ok && r.count && adds {
+		head := buf[elemStart:at]
+		if tags == nil || tags.tag != x.Tag || tags.head != string(head) {
+			tail := buf[len(buf)-len(x.Tag)-4:] // "\n</tag>"
+			tags = &xmlTags{tag: x.Tag, head: string(head)}
+			tags.headTokens = r.counter.Count(tags.head + "\n")
+			tags.tailTokens = r.counter.Count(string(tail[1:]))
+			tags.tailCut = add.AddsAt(string(tail), 1)
+			newTags = tags
 		}
-		if ok {
-			whole.tokens = tokens
+		if tags.tailCut {
+			whole.tokens = tags.headTokens + tokens + tags.tailTokens
 		}
 	}
+	// With share, the records are kept as the pass's own rather than
+	// copied: nothing writes the pass's records once made, but for a
+	// node that takes them back, which none around the element does when
+	// none may write its text again either (r.fixed == 0).
+	m.save(pos, fresh, text, r.recs[childRecs:], r.views && r.fixed == 0, newTags, r.err == nil)
 	if whole.tokens < 0 {
 		// Not counted from its parts: the record would only repeat the
 		// scope around it.
 		whole.text = ""
 	}
 	return buf, true
+}
+
+// save keeps what a render made for the next: its positions pos, whose
+// fresh entries go into the map; text, the element's text from its start
+// (at least up to its last child); and recs, the children's records,
+// which are copied unless share (see renderMemo). A render whose child
+// failed (ok false) keeps nothing. Either way it no longer reads the last
+// render's positions.
+func (m *XMLMemo) save(pos []xmlPos, fresh []int, text string, recs []rec, share bool, tags *xmlTags, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.active--
+	if !ok {
+		if m.spare == nil {
+			m.spare = pos
+		}
+		return
+	}
+	for _, i := range fresh {
+		m.m[pos[i].s] = pos[i].seg
+	}
+	if share {
+		recs = recs[:len(recs):len(recs)]
+	} else {
+		recs = slices.Clone(recs)
+	}
+	old := m.last
+	m.last, m.lastText, m.lastRecs = pos, text, recs
+	if m.active == 0 && m.spare == nil {
+		// No render reads the array this one replaces.
+		m.spare = old
+	}
+	if tags != nil {
+		m.tags = tags
+	}
+	if n := len(pos) - 1; len(m.m) > 2*n+64 {
+		for s, sg := range m.m {
+			if sg.gen+1 < m.gen {
+				delete(m.m, s)
+			}
+		}
+	}
+	m.gen++
 }
 
 // renderChild renders the child scope s as the element's join would, at
@@ -327,42 +373,58 @@ func (x *XMLElement) renderChild(r *renderer, s *Scope, buf []byte, afterTag boo
 	r.fixed++
 	buf = s.render(r, buf)
 	r.fixed--
-	text := string(buf[start:])
-	sg := &xmlSeg{afterTag: afterTag, kept: r.kept - keptAt, tokens: -1}
-	sg.recs = append([]rec(nil), r.recs[recsAt:]...)
+	out := buf[start:]
+	var sg *xmlSeg
+	if recs := r.recs[recsAt:]; len(recs) == 1 {
+		// The usual entry, one scope: its record comes with its segment.
+		one := &struct {
+			xmlSeg
+			rec [1]rec
+		}{}
+		sg = &one.xmlSeg
+		sg.recs = one.rec[:]
+		copy(sg.recs, recs)
+	} else {
+		sg = &xmlSeg{recs: slices.Clone(recs)}
+	}
+	sg.afterTag, sg.kept, sg.tokens = afterTag, r.kept-keptAt, -1
 	for j := range sg.recs {
 		sg.recs[j].at -= start
 	}
 	r.recs = r.recs[:recsAt]
 	r.kept = keptAt
-	if text == "" {
+	if len(out) == 0 {
 		return sg
 	}
-	sg.oneLine = strings.IndexByte(text, '\n') < 0
-	sg.text = indentLines(text)
+	sg.oneLine = bytes.IndexByte(out, '\n') < 0
+	// line is the indented text between line breaks: the segment's text,
+	// what is counted with the break after it, and where a cut before it
+	// is checked with the break before it.
+	line := indentLines(out)
+	sg.text = line[1 : len(line)-1]
 	if add, ok := r.counter.(Additive); ok && r.count {
-		piece := sg.text + "\n"
-		sg.tokens = r.counter.Count(piece)
-		sg.cut = add.AddsAt("\n"+piece, 1)
+		sg.tokens = r.counter.Count(line[1:])
+		sg.cut = add.AddsAt(line, 1)
 	}
 	return sg
 }
 
 // indentLines puts two spaces before every non-blank line of s, as an
-// element indents its content.
-func indentLines(s string) string {
+// element indents its content, between two line breaks.
+func indentLines(s []byte) string {
 	var b strings.Builder
-	b.Grow(len(s) + 2*(strings.Count(s, "\n")+1))
+	b.Grow(len(s) + 2*(bytes.Count(s, []byte{'\n'})+1) + 2)
+	b.WriteByte('\n')
 	for {
-		line, rest, more := strings.Cut(s, "\n")
-		if line != "" {
+		line, rest, more := bytes.Cut(s, []byte{'\n'})
+		if len(line) > 0 {
 			b.WriteString("  ")
-			b.WriteString(line)
+			b.Write(line)
 		}
+		b.WriteByte('\n')
 		if !more {
 			return b.String()
 		}
-		b.WriteByte('\n')
 		s = rest
 	}
 }

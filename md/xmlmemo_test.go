@@ -150,3 +150,51 @@ func TestXMLMemoOtherCounters(t *testing.T) {
 		t.Fatalf("String: %q, want %q", got, want)
 	}
 }
+
+// Renders of one element that run at once, through one memo, each give
+// the text and report of a render without it, while others fill the memo
+// and take turns with its arrays.
+func TestXMLMemoConcurrentRenders(t *testing.T) {
+	exact, err := tokens.Get(tokens.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memo := md.NewXMLMemo()
+	var versions [][]md.Node
+	rng := rand.New(rand.NewPCG(7, 11))
+	var entries []md.Node
+	for i := range 30 {
+		entries = append(entries, catalogueEntry(rng, fmt.Sprintf("c%d", i)))
+	}
+	for v := range 8 {
+		list := append([]md.Node(nil), entries...)
+		list[rng.IntN(len(list))] = catalogueEntry(rng, fmt.Sprintf("v%d", v))
+		if v%3 == 2 {
+			list = list[1:]
+		}
+		versions = append(versions, list)
+	}
+	want := make([]md.Result, len(versions))
+	for v, list := range versions {
+		want[v], _ = md.NewRenderer(md.WithCounter(exact)).Render(catalogue(list, nil))
+	}
+	done := make(chan string)
+	for g := range 4 {
+		go func() {
+			for k := range 300 {
+				v := (g + k*3) % len(versions)
+				got, err := md.NewRenderer(md.WithCounter(exact)).Render(catalogue(versions[v], memo))
+				if err != nil || got.Text != want[v].Text || !sameReport(got.Report, want[v].Report) {
+					done <- fmt.Sprintf("goroutine %d render %d (version %d): differs (%v)", g, k, v, err)
+					return
+				}
+			}
+			done <- ""
+		}()
+	}
+	for range 4 {
+		if msg := <-done; msg != "" {
+			t.Error(msg)
+		}
+	}
+}
