@@ -107,6 +107,8 @@ type root struct {
 	// the door is a folder outside the workspace.
 	configured string
 	external   bool
+	// memoKey names the root in rootMemo.
+	memoKey string
 }
 
 type cacheEntry struct {
@@ -130,7 +132,15 @@ type Loader struct {
 	extDoor map[string]*workspace.Workspace // absolute extra folder → its door
 	builtin *workspace.Workspace
 	cache   map[string]cacheEntry
-	cacheMu sync.Mutex // guards cache and a load's seen map while files load in parallel
+	cacheMu sync.Mutex // guards cache and seen while files load in parallel
+	// seen holds, during a Load, the parse cache keys of the files it
+	// loaded, for the cache's sweep; nil while nothing needs it (see Load).
+	seen map[string]bool
+	// fixedRoots are the roots when there are no extra folders: they are
+	// the same for every load.
+	fixedRoots []root
+	// chk checks availability against bins, for as long as bins is kept.
+	chk *checker
 
 	parses  atomic.Int64 // files parsed, for tests
 	patches atomic.Int64 // Sets made by patchSet, for tests
@@ -160,11 +170,13 @@ type Loader struct {
 	sortKeys []sortKey
 	sortPerm []int
 	sortInv  []int // load index → sorted place
-	// lastSorted is the last load sorted, whose keys are sortKeys.
-	lastSorted []*Skill
-	lastRoots  int
-	lastDiags  workspace.Diagnostics
-	reusedAny  bool // this load took something from rootMemo
+	// spareAll is a list no Set or memo holds, for the next load's
+	// skills: a load that changed a skill fills it and hands the last
+	// list back here.
+	spareAll  []*Skill
+	lastRoots int
+	lastDiags workspace.Diagnostics
+	reusedAny bool // this load took something from rootMemo
 }
 
 // rootMemo is what one root loaded, with the workspace's stamp of its
@@ -220,38 +232,63 @@ func (l *Loader) Load() *Set {
 	if pathEnv := os.Getenv("PATH"); l.bins == nil || l.opts.LookPath != nil || l.opts.Getenv != nil || pathEnv != l.binsPATH || time.Since(l.binsSince) > binsFresh {
 		l.bins, l.binsPATH, l.binsSince = map[string]bool{}, pathEnv, time.Now()
 		l.binsEpoch++
+		l.chk = nil
 	}
-	chk := &checker{lookPath: l.opts.LookPath, getenv: l.opts.Getenv, goos: l.opts.GOOS, bins: l.bins}
-	if chk.lookPath == nil {
-		chk.lookPath = exec.LookPath
+	if l.chk == nil {
+		chk := &checker{lookPath: l.opts.LookPath, getenv: l.opts.Getenv, goos: l.opts.GOOS, bins: l.bins}
+		if chk.lookPath == nil {
+			chk.lookPath = exec.LookPath
+		}
+		if chk.getenv == nil {
+			chk.getenv = os.Getenv
+		}
+		if chk.goos == "" {
+			chk.goos = runtime.GOOS
+		}
+		l.chk = chk
 	}
-	if chk.getenv == nil {
-		chk.getenv = os.Getenv
-	}
-	if chk.goos == "" {
-		chk.goos = runtime.GOOS
-	}
+	chk := l.chk
 
 	// A load that reads every file (the first, or one without a watch)
-	// marks every file seen; a watched one marks the few it read again.
-	var seen map[string]bool
+	// marks every file seen. A watched one needs no marks for the roots
+	// it remembers, whose files the sweep finds in rootMemo: it marks
+	// only what it reads of other roots (see loadRoot).
 	if l.ws.Watching() && l.last != nil {
-		seen = map[string]bool{}
+		l.seen = nil
 	} else {
-		seen = make(map[string]bool, len(l.cache))
+		l.seen = make(map[string]bool, len(l.cache))
 	}
+	defer func() { l.seen = nil }()
 	l.reusedAny = false
-	var all []*Skill
+	// Each root's skills are joined into one list only when some root's
+	// changed: when the roots are the fixed ones and each gave what it gave
+	// last, the list is the last one.
+	var outsBuf [8][]*Skill
+	outs := outsBuf[:0]
 	same := l.last != nil
 	for i := range roots {
-		out, reused := l.loadRoot(&roots[i], chk, seen, &diags)
+		out, reused := l.loadRoot(&roots[i], chk, &diags)
 		same = same && reused
-		all = append(all, out...)
+		outs = append(outs, out)
+	}
+	var all []*Skill
+	fromSpare := false
+	if same && l.fixedRoots != nil && len(roots) == l.lastRoots {
+		all = l.lastAll
+	} else {
+		all, l.spareAll, fromSpare = l.spareAll[:0], nil, true
+		for _, out := range outs {
+			all = append(all, out...)
+		}
 	}
 	// Parsed files nobody loads any more go, checked when the cache has
 	// grown past twice what is in use: a watched load that read a few
 	// files again does not walk it.
 	if len(l.cache) > 2*len(all)+64 || !l.reusedAny {
+		seen := l.seen
+		if seen == nil {
+			seen = map[string]bool{}
+		}
 		for _, m := range l.rootMemo {
 			for _, j := range m.jobs {
 				if j.key != "" {
@@ -270,10 +307,20 @@ func (l *Loader) Load() *Set {
 	// Set: a load that validated every file by its stat, without a watch,
 	// finds that as a watched one does.
 	if l.last != nil && (same || slices.Equal(all, l.lastAll)) && len(roots) == l.lastRoots && slices.Equal(diags, l.lastDiags) {
+		if fromSpare {
+			l.spareAll = all[:0]
+		}
 		return l.last // nothing changed: the very same Set
 	}
 	prevAll, prev, prevDiags := l.lastAll, l.last, l.lastDiags
 	l.lastAll = all
+	defer func() {
+		// Nothing holds the last list once the new Set is made (patchSet
+		// and sorted read it, and keep nothing of it).
+		if fromSpare {
+			l.spareAll = prevAll[:0]
+		}
+	}()
 	set := l.patchSet(prev, prevAll, prevDiags, all, diags)
 	if set == nil {
 		set = l.newSet(all, diags)
@@ -282,8 +329,12 @@ func (l *Loader) Load() *Set {
 	return l.last
 }
 
-// roots lists the places to look, in precedence order.
+// roots lists the places to look, in precedence order. Nobody may
+// change what it returns.
 func (l *Loader) roots(diags *workspace.Diagnostics) []root {
+	if l.fixedRoots != nil {
+		return l.fixedRoots
+	}
 	rs := []root{
 		{door: l.ws, dir: FolderDir, source: SourceWorkspace},
 		{door: l.ws, dir: FlatDir, flat: true, source: SourceWorkspace},
@@ -298,7 +349,13 @@ func (l *Loader) roots(diags *workspace.Diagnostics) []root {
 		rs = append(rs, root{door: l.builtin, dir: "builtin", source: SourceBuiltin})
 	}
 	for i := range rs {
-		rs[i].rank = i
+		r := &rs[i]
+		r.rank = i
+		r.memoKey = string(r.source) + "\x00" + r.dir + "\x00" + strconv.FormatBool(r.flat)
+	}
+	if len(l.opts.Paths) == 0 {
+		// Only extra folders ask the file system where they are.
+		l.fixedRoots = rs
 	}
 	return rs
 }
@@ -358,14 +415,14 @@ func (l *Loader) location(r *root, rel string) string {
 
 // It reports whether what it returns is what the last load of the root
 // returned, with nothing read.
-func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *workspace.Diagnostics) ([]*Skill, bool) {
+func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) ([]*Skill, bool) {
 	// A root of the watched workspace (or of the built-in skills, which
 	// never change) whose folder's stamp held since it was last loaded, in
 	// the same availability epoch, gives the same skills: nothing is read.
 	// Within a root whose stamp moved, the skills the workspace's change
 	// log does not name are taken as they were, and only the others are
 	// read again.
-	memoKey := string(r.source) + "\x00" + r.dir + "\x00" + strconv.FormatBool(r.flat)
+	memoKey := r.memoKey
 	var stamp uint64
 	watched := false
 	switch {
@@ -391,9 +448,14 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 		}
 	} else {
 		delete(l.rootMemo, memoKey)
+		if l.seen == nil {
+			// Files of a root that is not remembered are found by their
+			// marks alone.
+			l.seen = map[string]bool{}
+		}
 	}
 	if prev != nil && prev.stamp != stamp && prev.epoch == l.binsEpoch {
-		if out, ok := l.patchRoot(r, prev, changed, stamp, chk, seen); ok {
+		if out, ok := l.patchRoot(r, prev, changed, stamp, chk); ok {
 			*diags = append(*diags, prev.diags...)
 			return out, false
 		}
@@ -480,7 +542,7 @@ func (l *Loader) loadRoot(r *root, chk *checker, seen map[string]bool, diags *wo
 			defer wg.Done()
 			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
 				j := &jobs[todo[k]]
-				j.skill, j.key, fresh[todo[k]] = l.loadOne(r, j.skillName, j.rel, chk, seen)
+				j.skill, j.key, fresh[todo[k]] = l.loadOne(r, j.skillName, j.rel, "", chk)
 			}
 		}()
 	}
@@ -532,7 +594,7 @@ const maxRootPatch = 16
 // changed nothing, whenever that would not be what loadRoot gives: an
 // entry added, removed or no longer a skill, or left out as a starter
 // template now or before.
-func (l *Loader) patchRoot(r *root, prev *rootMemo, changed []string, stamp uint64, chk *checker, seen map[string]bool) ([]*Skill, bool) {
+func (l *Loader) patchRoot(r *root, prev *rootMemo, changed []string, stamp uint64, chk *checker) ([]*Skill, bool) {
 	if r.flat || r.door != l.ws || r.external || r.source != SourceWorkspace || len(changed) > maxRootPatch {
 		return nil, false
 	}
@@ -540,14 +602,15 @@ func (l *Loader) patchRoot(r *root, prev *rootMemo, changed []string, stamp uint
 		k   int // place in prev.jobs
 		job jobMemo
 	}
-	patches := make([]patch, 0, len(changed))
+	var buf [4]patch
+	patches := buf[:0]
 	for _, name := range changed {
 		k, found := slices.BinarySearchFunc(prev.jobs, name, func(j jobMemo, name string) int { return strings.Compare(j.name, name) })
 		if !found || prev.jobs[k].skill == nil || prev.jobs[k].skip {
 			return nil, false
 		}
 		j := jobMemo{name: name, rel: prev.jobs[k].rel}
-		j.skill, j.key, _ = l.loadOne(r, name, j.rel, chk, seen)
+		j.skill, j.key, _ = l.loadOne(r, name, j.rel, prev.jobs[k].key, chk)
 		if j.skill == nil {
 			return nil, false // gone, or no longer a folder with a skill
 		}
@@ -584,8 +647,8 @@ func (l *Loader) rememberRoot(key string, m *rootMemo) {
 // file (a folder without SKILL.md is not a skill). It also returns the
 // file's parse cache key, and whether the skill is newly made: a skill
 // whose file and availability are unchanged is the one made before, which
-// nobody may change.
-func (l *Loader) loadOne(r *root, name, rel string, chk *checker, seen map[string]bool) (*Skill, string, bool) {
+// nobody may change. key, when not "", is the file's parse cache key.
+func (l *Loader) loadOne(r *root, name, rel, key string, chk *checker) (*Skill, string, bool) {
 	f, err := r.door.Load(rel)
 	if err != nil {
 		if notExist(err) {
@@ -596,9 +659,13 @@ func (l *Loader) loadOne(r *root, name, rel string, chk *checker, seen map[strin
 		s.Diagnostics.Add(workspace.Error, s.Path, 0, workspace.RefusalCode(err), "%s", workspace.RefusalMessage(err))
 		return s, "", true
 	}
-	key := string(r.source) + "\x00" + r.door.Root() + "\x00" + rel
+	if key == "" {
+		key = cacheKey(r, rel)
+	}
 	l.cacheMu.Lock()
-	seen[key] = true
+	if l.seen != nil {
+		l.seen[key] = true
+	}
 	ce, ok := l.cache[key]
 	l.cacheMu.Unlock()
 	if ok && ce.file == f && ce.base != nil {
@@ -632,6 +699,11 @@ func (l *Loader) loadOne(r *root, name, rel string, chk *checker, seen map[strin
 	l.cache[key] = ce
 	l.cacheMu.Unlock()
 	return s, key, true
+}
+
+// cacheKey is the parse cache key of the file rel of r.
+func cacheKey(r *root, rel string) string {
+	return string(r.source) + "\x00" + r.door.Root() + "\x00" + rel
 }
 
 func (l *Loader) parse(display, name string, flat bool, f *workspace.File) *parsed {
@@ -782,9 +854,18 @@ func (l *Loader) patchSet(prev *Set, prevLoaded []*Skill, prevFolder workspace.D
 			return nil
 		}
 	}
-	s.Diagnostics = slices.Clone(prev.Diagnostics)
+	// The diagnostics are prev's when the changed skills have the same
+	// ones (an edit that fixed or caused no warning): they are shared,
+	// clipped so that an append to either Set's copies.
+	s.Diagnostics = slices.Clip(prev.Diagnostics)
 	for _, k := range changed {
-		copy(s.Diagnostics[prev.diagAt[k]:], s.Skills[k].Diagnostics)
+		if !slices.Equal(prev.Diagnostics[prev.diagAt[k]:prev.diagAt[k+1]], s.Skills[k].Diagnostics) {
+			s.Diagnostics = slices.Clone(prev.Diagnostics)
+			for _, k := range changed {
+				copy(s.Diagnostics[prev.diagAt[k]:], s.Skills[k].Diagnostics)
+			}
+			break
+		}
 	}
 	s.id = setIDs.Add(1)
 	l.patches.Add(1)
@@ -804,9 +885,7 @@ type sortKey struct {
 func (l *Loader) sorted(loaded []*Skill) []*Skill {
 	same := len(loaded) == len(l.sortKeys)
 	for i := 0; same && i < len(loaded); i++ {
-		// The same skill has the same key: only a new one is looked at.
-		same = (i < len(l.lastSorted) && loaded[i] == l.lastSorted[i]) ||
-			(loaded[i].Name == l.sortKeys[i].name && loaded[i].rank == l.sortKeys[i].rank)
+		same = loaded[i].Name == l.sortKeys[i].name && loaded[i].rank == l.sortKeys[i].rank
 	}
 	if !same {
 		idx := make([]int, len(loaded))
@@ -827,7 +906,6 @@ func (l *Loader) sorted(loaded []*Skill) []*Skill {
 		}
 		l.sortKeys, l.sortPerm, l.sortInv = keys, idx, inv
 	}
-	l.lastSorted = loaded
 	out := make([]*Skill, len(loaded))
 	for k, i := range l.sortPerm {
 		out[k] = loaded[i]

@@ -85,10 +85,12 @@ type ActiveMemo struct {
 // EntryMemo keeps the entry nodes of the last summary made with it (see
 // PromptOptions.Entries). It is safe for concurrent use.
 type EntryMemo struct {
-	mu    sync.Mutex
-	prio  int
+	mu   sync.Mutex
+	prio int
+	// list is the skills of the last summary, in order; it is the memo's
+	// own, and a summary overwrites it in place under mu.
 	list  []*Skill
-	nodes []md.Node
+	nodes []md.Node // the last summary's entries, never changed once made
 }
 
 // entryKey is everything one listing entry is built from. A *Skill in a
@@ -120,17 +122,39 @@ func level(opts PromptOptions, def int) int {
 // available (those are in Active Skills already), available first, then by
 // name.
 func (s *Set) listed() []*Skill {
+	out := make([]*Skill, 0, s.countListed())
+	s.eachListed(func(_ int, sk *Skill) { out = append(out, sk) })
+	return out
+}
+
+// isListed reports whether a summary lists sk.
+func isListed(sk *Skill) bool { return sk.usable() && !(sk.Always() && sk.Available) }
+
+// countListed is len(s.listed()).
+func (s *Set) countListed() int {
+	n := 0
+	for _, sk := range s.Skills {
+		if isListed(sk) {
+			n++
+		}
+	}
+	return n
+}
+
+// eachListed calls fn with each skill of s.listed() and its index there,
+// in order.
+func (s *Set) eachListed(fn func(i int, sk *Skill)) {
 	// Two passes in the Set's order (by name) give the stable partition:
 	// available ones, then the others.
-	out := make([]*Skill, 0, len(s.Skills))
-	for _, avail := range []bool{true, false} {
+	i := 0
+	for _, avail := range [2]bool{true, false} {
 		for _, sk := range s.Skills {
-			if sk.usable() && sk.Available == avail && !(sk.Always() && sk.Available) {
-				out = append(out, sk)
+			if isListed(sk) && sk.Available == avail {
+				fn(i, sk)
+				i++
 			}
 		}
 	}
-	return out
 }
 
 // Summary is the assistant preset's skills section: a short introduction
@@ -149,32 +173,39 @@ func (s *Set) listed() []*Skill {
 // budget drops some, a notice after the list says how many and where they
 // are. Summary returns nil when there is nothing to list.
 func (s *Set) Summary(opts PromptOptions) md.Node {
-	list := s.listed()
-	if len(list) == 0 {
+	n := s.countListed()
+	if n == 0 {
 		return nil
 	}
-	entries := make([]md.Node, len(list))
-	var last []*Skill
-	var lastNodes []md.Node
-	if m := opts.Entries; m != nil {
-		m.mu.Lock()
-		if m.prio == opts.Priority {
-			last, lastNodes = m.list, m.nodes
-		}
-		m.mu.Unlock()
-	}
-	for i, sk := range list {
-		if i < len(last) && last[i] == sk {
-			entries[i] = lastNodes[i]
-			continue
-		}
+	entries := make([]md.Node, n)
+	build := func(i int, sk *Skill) {
 		prio := opts.Priority - i
 		entries[i] = opts.entry("summary", sk, prio, 0, func() *md.Scope { return summaryEntry(sk, prio) })
 	}
 	if m := opts.Entries; m != nil {
+		// The entry of a skill that is where it was is the node it was.
 		m.mu.Lock()
-		m.prio, m.list, m.nodes = opts.Priority, list, entries
-		m.mu.Unlock()
+		defer m.mu.Unlock()
+		last, nodes := 0, m.nodes
+		if m.prio == opts.Priority {
+			last = min(len(m.list), len(nodes))
+		}
+		m.nodes = nil // until this summary is whole
+		if cap(m.list) < n {
+			m.list = slices.Grow(m.list, n-len(m.list))
+		}
+		m.list = m.list[:n]
+		s.eachListed(func(i int, sk *Skill) {
+			if i < last && m.list[i] == sk {
+				entries[i] = nodes[i]
+				return
+			}
+			m.list[i] = sk
+			build(i, sk)
+		})
+		m.prio, m.nodes = opts.Priority, entries
+	} else {
+		s.eachListed(build)
 	}
 	catalogue := md.XML("skills", nil, entries...)
 	if opts.XMLMemo != nil {
@@ -183,7 +214,7 @@ func (s *Set) Summary(opts PromptOptions) md.Node {
 	if opts.Unbudgeted {
 		return md.Sec(level(opts, 1), "Skills", md.Group{md.Raw(assistantIntro), catalogue})
 	}
-	body := md.Named("skills", md.Raw(assistantIntro), catalogue).OnDrop(moreNotice(list))
+	body := md.Named("skills", md.Raw(assistantIntro), catalogue).OnDrop(moreNotice(s.listed()))
 	return md.Sec(level(opts, 1), "Skills", body)
 }
 
@@ -243,19 +274,21 @@ func listingEntry(sk *Skill, prio, lv int) *md.Scope {
 // none. The section is a scope named "active-skills" with no priority: it
 // is never dropped.
 func (s *Set) Active(opts PromptOptions) md.Node {
-	var active []*Skill
-	for _, sk := range s.Skills {
-		if sk.usable() && sk.Always() && sk.Available && sk.Body != "" {
-			active = append(active, sk)
-		}
-	}
 	lv := level(opts, 1)
 	if m := opts.ActiveMemo; m != nil {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if m.list != nil && m.level == lv && slices.Equal(m.list, active) {
+		if m.list != nil && m.level == lv && s.sameActive(m.list) {
 			return m.node
 		}
+	}
+	var active []*Skill
+	for _, sk := range s.Skills {
+		if isActive(sk) {
+			active = append(active, sk)
+		}
+	}
+	if m := opts.ActiveMemo; m != nil {
 		m.list, m.level = active, lv
 		if m.list == nil {
 			m.list = []*Skill{}
@@ -264,6 +297,23 @@ func (s *Set) Active(opts PromptOptions) md.Node {
 		return m.node
 	}
 	return activeNode(active, lv)
+}
+
+// isActive reports whether sk is in the Active Skills section.
+func isActive(sk *Skill) bool { return sk.usable() && sk.Always() && sk.Available && sk.Body != "" }
+
+// sameActive reports whether list is the skills of s that are active.
+func (s *Set) sameActive(list []*Skill) bool {
+	i := 0
+	for _, sk := range s.Skills {
+		if isActive(sk) {
+			if i == len(list) || list[i] != sk {
+				return false
+			}
+			i++
+		}
+	}
+	return i == len(list)
 }
 
 func activeNode(active []*Skill, lv int) md.Node {
