@@ -30,13 +30,13 @@ import (
 // The memo is used by renders without a budget (a budgeted render renders
 // the element as it would without one), for elements whose children are
 // scopes. Like [Cache], it keys children by pointer, so a child scope must
-// not be changed after it was first rendered. Entries no render asked for
-// since the previous render are dropped. An XMLMemo is safe for
-// concurrent use; give each element its own.
+// not be changed after it was first rendered. Once it holds many more
+// entries than the element has children, those the latest render did not
+// use are dropped. An XMLMemo is safe for concurrent use; give each
+// element its own.
 type XMLMemo struct {
 	mu      sync.Mutex
 	m       map[*Scope]*xmlSeg
-	gen     uint64
 	counter Counter
 	depth   int
 	count   bool
@@ -61,13 +61,19 @@ type XMLMemo struct {
 }
 
 // xmlPos is one child of an element's render: the child (nil for none),
-// its segment, and where its part (a line break and its text) starts in
-// the element's text and its records among the element's.
+// its segment with a copy of the segment's summary, so that a render goes
+// through the children in place without following a pointer for each, and
+// where its part (a line break and its text) starts in the element's text
+// and its records among the element's.
 type xmlPos struct {
 	s       *Scope
 	seg     *xmlSeg
+	info    segInfo
 	textOff int
 	recOff  int
+	// moved is set when the child was not at this position in the last
+	// render.
+	moved bool
 }
 
 // xmlTags is what the counter made of an element's tags: head is the
@@ -82,21 +88,27 @@ type xmlTags struct {
 }
 
 // NewXMLMemo returns an empty memo.
-func NewXMLMemo() *XMLMemo { return &XMLMemo{m: map[*Scope]*xmlSeg{}, gen: 1} }
+func NewXMLMemo() *XMLMemo { return &XMLMemo{m: map[*Scope]*xmlSeg{}} }
 
 // xmlSeg is what one child scope rendered to inside the element.
 type xmlSeg struct {
-	gen      uint64
-	afterTag bool   // rendered right after the opening tag (not at a line start)
-	text     string // the child's text, indented; "" when it rendered nothing
-	oneLine  bool   // the child's text has no line break
-	recs     []rec  // its records, at relative to the start of its unindented text
-	kept     int
+	segInfo
+	text string // the child's text, indented; "" when it rendered nothing
+	recs []rec  // its records, at relative to the start of its unindented text
+}
+
+// segInfo is what a render needs of a segment to lay out and count the
+// element when the segment's text and records are copied with others'.
+type segInfo struct {
 	// tokens is the count of text+"\n", and cut whether a cut before text
 	// (after a newline) is one where counts add; tokens is -1 when not
 	// counted.
-	tokens int
-	cut    bool
+	tokens   int
+	kept     int
+	hasText  bool // text is not ""
+	afterTag bool // rendered right after the opening tag (not at a line start)
+	oneLine  bool // the child's text has no line break
+	cut      bool
 }
 
 // xmlWhole marks the record of a whole memoised element: an unnamed scope,
@@ -134,43 +146,58 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	if m.m == nil || !sameCounter(m.counter, r.counter) || m.depth != r.depth || m.count != r.count {
 		m.m, m.counter, m.depth, m.count = map[*Scope]*xmlSeg{}, r.counter, r.depth, r.count
 		m.last, m.lastText, m.lastRecs, m.tags = nil, "", nil, nil
-		m.gen++
 	}
-	gen := m.gen
-	// This render reads the last one's positions and fills the spare
-	// array (see XMLMemo.spare). A child at the position it had in the
-	// last render is "in place".
+	// This render reads the last one's positions (last) and writes its
+	// own (pos). When no other render reads them, it takes the last ones
+	// and writes over them as it reads them, which leaves a child still at
+	// its position as it was but for its offsets; otherwise it writes the
+	// spare array (see XMLMemo.spare).
 	last, lastText, lastRecs, tags := m.last, m.lastText, m.lastRecs, m.tags
-	pos := m.spare
-	m.spare = nil
-	if cap(pos) < n+1 {
-		pos = make([]xmlPos, n+1)
+	var pos []xmlPos
+	if own := m.active == 0 && cap(last) >= n+1; own {
+		pos = last[:n+1]
+		m.last = nil
+	} else {
+		pos = m.spare
+		m.spare = nil
+		if cap(pos) < n+1 {
+			pos = make([]xmlPos, n+1)
+		}
+		pos = pos[:n+1]
 	}
-	pos = pos[:n+1]
-	known := 1
+	// Each position is read as last before it is written as pos: here
+	// the child (the offsets of one not in place are read before they are
+	// written, in the loop below), and its offsets in the loop below.
 	for i, c := range x.Children {
 		var s *Scope
 		if c != nil {
 			var ok bool
 			if s, ok = c.(*Scope); !ok {
-				m.spare = pos
+				if m.spare == nil {
+					m.spare = pos[:0]
+				}
 				m.mu.Unlock()
 				return buf, false
 			}
 		}
-		var sg *xmlSeg
+		p := &pos[i]
 		if i < len(last)-1 && last[i].s == s {
-			sg = last[i].seg
-		} else if s != nil {
-			sg = m.m[s]
+			// In place: nothing to write when pos is last.
+			if p != &last[i] {
+				p.s, p.seg, p.info = s, last[i].seg, last[i].info
+			}
+			p.moved = false
+			continue
 		}
-		if sg != nil {
-			sg.gen = gen
-			known += len(sg.recs)
+		var sg *xmlSeg
+		var info segInfo
+		if s != nil {
+			if sg = m.m[s]; sg != nil {
+				info = sg.segInfo
+			}
 		}
-		pos[i] = xmlPos{s: s, seg: sg}
+		p.s, p.seg, p.info, p.moved = s, sg, info, true
 	}
-	pos[n] = xmlPos{}
 	m.active++
 	m.mu.Unlock()
 
@@ -190,8 +217,9 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	buf = append(buf, '>')
 	at := len(buf)
 	// The element's own record goes first, as a scope's does; it is
-	// filled in at the end. Room for the children's records is made once.
-	r.recs = slices.Grow(r.recs, known)
+	// filled in at the end. Room for the children's records is made once
+	// (as many as last time, or one each).
+	r.recs = slices.Grow(r.recs, max(len(lastRecs), n)+1)
 	r.recs = append(r.recs, rec{scope: xmlWhole, idx: -1, depth: r.depth, tokens: -1})
 	childRecs := len(r.recs)
 	savedXML, savedSep := r.inXML, r.sep
@@ -203,34 +231,34 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	// tokens sums the children's counts, while each may be added (see
 	// xmlSeg.cut).
 	tokens, adds := 0, true
-	runFrom := -1 // the first of a run of children in place, copied at its end
+	// A run of children in place, from runFrom, is copied at its end from
+	// where its first part was in the last render (runText, runRecs).
+	runFrom, runText, runRecs := -1, 0, 0
 	flush := func(to int) {
 		if runFrom >= 0 {
-			buf = append(buf, lastText[last[runFrom].textOff:last[to].textOff]...)
-			r.recs = append(r.recs, lastRecs[last[runFrom].recOff:last[to].recOff]...)
+			buf = append(buf, lastText[runText:last[to].textOff]...)
+			r.recs = append(r.recs, lastRecs[runRecs:last[to].recOff]...)
 			runFrom = -1
 		}
 	}
 	dText, dRecs := 0, 0 // how far a run's parts moved since the last render
 	for i := range n {
 		p := &pos[i]
-		s, sg := p.s, p.seg
-		if i < len(last)-1 && last[i].s == s && (s == nil || sg != nil && (sg.text == "" || sg.afterTag == (written == 0))) {
+		s, in := p.s, &p.info
+		if !p.moved && (s == nil || p.seg != nil && (!in.hasText || in.afterTag == (written == 0))) {
 			if runFrom < 0 {
-				runFrom = i
-				dText = len(buf) - elemStart - last[i].textOff
-				dRecs = len(r.recs) - childRecs - last[i].recOff
+				runFrom, runText, runRecs = i, last[i].textOff, last[i].recOff
+				dText = len(buf) - elemStart - runText
+				dRecs = len(r.recs) - childRecs - runRecs
 			}
 			p.textOff, p.recOff = last[i].textOff+dText, last[i].recOff+dRecs
-			if sg != nil {
-				if sg.text != "" {
-					written++
-					oneLine = sg.oneLine
-					tokens += sg.tokens
-					adds = adds && sg.cut && sg.tokens >= 0
-				}
-				r.kept += sg.kept
+			if in.hasText {
+				written++
+				oneLine = in.oneLine
+				tokens += in.tokens
+				adds = adds && in.cut && in.tokens >= 0
 			}
+			r.kept += in.kept
 			continue
 		}
 		flush(i)
@@ -239,15 +267,15 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 			continue
 		}
 		afterTag := written == 0
+		sg := p.seg
 		if sg == nil || sg.afterTag != afterTag {
 			sg = x.renderChild(r, s, buf, afterTag)
 			if r.err == nil {
-				sg.gen = gen
 				fresh = append(fresh, i)
 			}
-			p.seg = sg
+			p.seg, p.info = sg, sg.segInfo
 		}
-		if sg.text != "" {
+		if sg.hasText {
 			buf = append(buf, '\n')
 			buf = append(buf, sg.text...)
 			written++
@@ -259,7 +287,7 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 		r.kept += sg.kept
 	}
 	flush(n)
-	pos[n].textOff, pos[n].recOff = len(buf)-elemStart, len(r.recs)-childRecs
+	pos[n] = xmlPos{textOff: len(buf) - elemStart, recOff: len(r.recs) - childRecs}
 	r.inXML, r.sep = savedXML, savedSep
 
 	switch {
@@ -349,13 +377,14 @@ func (m *XMLMemo) save(pos []xmlPos, fresh []int, text string, recs []rec, share
 		m.tags = tags
 	}
 	if n := len(pos) - 1; len(m.m) > 2*n+64 {
-		for s, sg := range m.m {
-			if sg.gen+1 < m.gen {
-				delete(m.m, s)
+		// Keep what this render used.
+		m.m = make(map[*Scope]*xmlSeg, n)
+		for _, p := range pos {
+			if p.s != nil && p.seg != nil {
+				m.m[p.s] = p.seg
 			}
 		}
 	}
-	m.gen++
 }
 
 // renderChild renders the child scope s as the element's join would, at
@@ -396,6 +425,7 @@ func (x *XMLElement) renderChild(r *renderer, s *Scope, buf []byte, afterTag boo
 	if len(out) == 0 {
 		return sg
 	}
+	sg.hasText = true
 	sg.oneLine = bytes.IndexByte(out, '\n') < 0
 	// line is the indented text between line breaks: the segment's text,
 	// what is counted with the break after it, and where a cut before it
