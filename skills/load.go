@@ -751,6 +751,14 @@ type Set struct {
 	// diagAt[k] is where Skills[k]'s diagnostics start in Diagnostics
 	// (one more for the end), for patchSet.
 	diagAt []int
+	// A Set patchSet made says what it was made from: the Set numbered
+	// from, with the skills at the places changed (in order) replaced;
+	// replaced holds the skills that were there. A summary or Active
+	// section kept for that Set is then changed in those places alone.
+	// from is 0 for a Set made whole.
+	from     uint64
+	changed  []int
+	replaced []*Skill
 }
 
 // newSet sorts the loaded skills and settles precedence. The skills a
@@ -838,8 +846,9 @@ func (l *Loader) patchSet(prev *Set, prevLoaded []*Skill, prevFolder workspace.D
 		changed = append(changed, l.sortInv[i])
 	}
 	slices.Sort(changed)
-	s := &Set{Skills: slices.Clone(prev.Skills), diagAt: prev.diagAt}
-	for _, k := range changed {
+	s := &Set{Skills: slices.Clone(prev.Skills), diagAt: prev.diagAt, from: prev.id, changed: changed, replaced: make([]*Skill, len(changed))}
+	for i, k := range changed {
+		s.replaced[i] = prev.Skills[k]
 		base := loaded[l.sortPerm[k]]
 		g := k
 		for g > 0 && s.Skills[g-1].Name == base.Name {

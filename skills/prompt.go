@@ -78,6 +78,7 @@ type PromptOptions struct {
 type ActiveMemo struct {
 	mu    sync.Mutex
 	level int
+	set   uint64 // the ID of the Set whose always-on skills are list
 	list  []*Skill
 	node  md.Node
 }
@@ -91,6 +92,7 @@ type EntryMemo struct {
 	// own, and a summary overwrites it in place under mu.
 	list  []*Skill
 	nodes []md.Node // the last summary's entries, never changed once made
+	set   uint64    // the ID of the Set they list
 }
 
 // entryKey is everything one listing entry is built from. A *Skill in a
@@ -173,39 +175,21 @@ func (s *Set) eachListed(fn func(i int, sk *Skill)) {
 // budget drops some, a notice after the list says how many and where they
 // are. Summary returns nil when there is nothing to list.
 func (s *Set) Summary(opts PromptOptions) md.Node {
-	n := s.countListed()
-	if n == 0 {
-		return nil
-	}
-	entries := make([]md.Node, n)
-	build := func(i int, sk *Skill) {
-		prio := opts.Priority - i
-		entries[i] = opts.entry("summary", sk, prio, 0, func() *md.Scope { return summaryEntry(sk, prio) })
-	}
+	var entries []md.Node
 	if m := opts.Entries; m != nil {
-		// The entry of a skill that is where it was is the node it was.
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		last, nodes := 0, m.nodes
-		if m.prio == opts.Priority {
-			last = min(len(m.list), len(nodes))
+		entries = s.patchEntries(m, opts)
+		if entries == nil {
+			entries = s.fillEntries(m, opts)
 		}
-		m.nodes = nil // until this summary is whole
-		if cap(m.list) < n {
-			m.list = slices.Grow(m.list, n-len(m.list))
-		}
-		m.list = m.list[:n]
-		s.eachListed(func(i int, sk *Skill) {
-			if i < last && m.list[i] == sk {
-				entries[i] = nodes[i]
-				return
-			}
-			m.list[i] = sk
-			build(i, sk)
-		})
-		m.prio, m.nodes = opts.Priority, entries
+		m.set = s.id
 	} else {
-		s.eachListed(build)
+		entries = make([]md.Node, s.countListed())
+		s.eachListed(func(i int, sk *Skill) { entries[i] = opts.summaryEntry(i, sk) })
+	}
+	if len(entries) == 0 {
+		return nil
 	}
 	catalogue := md.XML("skills", nil, entries...)
 	if opts.XMLMemo != nil {
@@ -216,6 +200,66 @@ func (s *Set) Summary(opts PromptOptions) md.Node {
 	}
 	body := md.Named("skills", md.Raw(assistantIntro), catalogue).OnDrop(moreNotice(s.listed()))
 	return md.Sec(level(opts, 1), "Skills", body)
+}
+
+// summaryEntry is the entry of sk at index i of the summary.
+func (opts PromptOptions) summaryEntry(i int, sk *Skill) *md.Scope {
+	prio := opts.Priority - i
+	return opts.entry("summary", sk, prio, 0, func() *md.Scope { return summaryEntry(sk, prio) })
+}
+
+// fillEntries returns the summary's entries, under m's lock: the entry of
+// a skill that is where it was in m's last summary is the node it was.
+func (s *Set) fillEntries(m *EntryMemo, opts PromptOptions) []md.Node {
+	n := s.countListed()
+	entries := make([]md.Node, n)
+	last, nodes := 0, m.nodes
+	if m.prio == opts.Priority {
+		last = min(len(m.list), len(nodes))
+	}
+	m.nodes = nil // until this summary is whole
+	if cap(m.list) < n {
+		m.list = slices.Grow(m.list, n-len(m.list))
+	}
+	m.list = m.list[:n]
+	s.eachListed(func(i int, sk *Skill) {
+		if i < last && m.list[i] == sk {
+			entries[i] = nodes[i]
+			return
+		}
+		m.list[i] = sk
+		entries[i] = opts.summaryEntry(i, sk)
+	})
+	m.prio, m.nodes = opts.Priority, entries
+	return entries
+}
+
+// patchEntries returns the summary's entries made from m's last ones, or
+// nil when it cannot. When m's summary is of the Set s was patched from,
+// with the same priorities, and every skill patchSet replaced is listed
+// now as it was then (or neither), each entry is where it was, and only
+// those skills' entries are made again. It updates m in place; the
+// caller holds m's lock.
+func (s *Set) patchEntries(m *EntryMemo, opts PromptOptions) []md.Node {
+	if s.from == 0 || m.set != s.from || m.prio != opts.Priority || len(m.nodes) != len(m.list) || len(m.nodes) == 0 {
+		return nil
+	}
+	for i, k := range s.changed {
+		old, sk := s.replaced[i], s.Skills[k]
+		if isListed(old) != isListed(sk) || (isListed(sk) && (old.Available != sk.Available || !slices.Contains(m.list, old))) {
+			return nil
+		}
+	}
+	entries := slices.Clone(m.nodes)
+	for i, k := range s.changed {
+		if sk := s.Skills[k]; isListed(sk) {
+			at := slices.Index(m.list, s.replaced[i])
+			entries[at] = opts.summaryEntry(at, sk)
+			m.list[at] = sk
+		}
+	}
+	m.nodes = entries
+	return entries
 }
 
 func summaryEntry(sk *Skill, prio int) *md.Scope {
@@ -278,7 +322,8 @@ func (s *Set) Active(opts PromptOptions) md.Node {
 	if m := opts.ActiveMemo; m != nil {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if m.list != nil && m.level == lv && s.sameActive(m.list) {
+		if m.list != nil && m.level == lv && (m.set == s.id || s.activeAsFrom(m.set) || s.sameActive(m.list)) {
+			m.set = s.id
 			return m.node
 		}
 	}
@@ -289,7 +334,7 @@ func (s *Set) Active(opts PromptOptions) md.Node {
 		}
 	}
 	if m := opts.ActiveMemo; m != nil {
-		m.list, m.level = active, lv
+		m.list, m.level, m.set = active, lv, s.id
 		if m.list == nil {
 			m.list = []*Skill{}
 		}
@@ -301,6 +346,21 @@ func (s *Set) Active(opts PromptOptions) md.Node {
 
 // isActive reports whether sk is in the Active Skills section.
 func isActive(sk *Skill) bool { return sk.usable() && sk.Always() && sk.Available && sk.Body != "" }
+
+// activeAsFrom reports whether s was patched from the Set numbered set
+// and none of the skills it replaced was or is active: its active skills
+// are that Set's.
+func (s *Set) activeAsFrom(set uint64) bool {
+	if s.from == 0 || s.from != set {
+		return false
+	}
+	for i, k := range s.changed {
+		if isActive(s.replaced[i]) || isActive(s.Skills[k]) {
+			return false
+		}
+	}
+	return true
+}
 
 // sameActive reports whether list is the skills of s that are active.
 func (s *Set) sameActive(list []*Skill) bool {

@@ -1,0 +1,106 @@
+package skills
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loomctx/loom/md"
+)
+
+// memoVariants are the texts a skill is edited to: each changes what the
+// summary or the Active Skills section shows of it, or whether it is in
+// one at all (available or not, always-on or not, broken).
+var memoVariants = []func(name string, n int) string{
+	func(name string, n int) string { return skillMD(name, fmt.Sprintf("Edit %d.", n)) },
+	func(name string, n int) string {
+		return skillMD(name, fmt.Sprintf("Needs a program, edit %d.", n), `metadata: {"nanobot":{"requires":{"bins":["loom-no-such-program"]}}}`+"\n")
+	},
+	func(name string, n int) string {
+		return skillMD(name, fmt.Sprintf("Always on, edit %d.", n), "always: true\n")
+	},
+	func(name string, n int) string {
+		return skillMD(name, fmt.Sprintf("Always on but unavailable, edit %d.", n), "always: true\n", `metadata: {"nanobot":{"requires":{"env":["LOOM_NO_SUCH_VARIABLE"]}}}`+"\n")
+	},
+	func(name string, n int) string { return "---\nname: [\n---\n" },
+}
+
+// TestMemoSectionsMatchFreshOnes edits random skills of a watched workspace
+// again and again, one or two at a time, and after each edit renders the
+// summary and the Active Skills section with the memos a Builder keeps
+// (so that a patched Set changes the last ones in place) and without any:
+// the two must be the same text, with the same budget priorities.
+func TestMemoSectionsMatchFreshOnes(t *testing.T) {
+	dir := t.TempDir()
+	const n = 12
+	name := func(i int) string { return fmt.Sprintf("s%02d", i) }
+	files := map[string]string{}
+	for i := range n {
+		files["skills/"+name(i)+"/SKILL.md"] = memoVariants[i%len(memoVariants)](name(i), 0)
+	}
+	writeFiles(t, dir, files)
+	ws := openWS(t, dir)
+	if err := ws.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	l := New(ws, Options{NoBuiltins: true})
+	entries, active, xml := &EntryMemo{}, &ActiveMemo{}, md.NewXMLMemo()
+	memoOpts := PromptOptions{Priority: 1000, Entries: entries, ActiveMemo: active, XMLMemo: xml, Unbudgeted: true}
+	plainOpts := PromptOptions{Priority: 1000, Unbudgeted: true}
+	sections := func(s *Set, o PromptOptions) string {
+		return md.String(md.Doc(s.Active(o), s.Summary(o)))
+	}
+	// The report names every scope with its priority.
+	report := func(s *Set, o PromptOptions) string {
+		r, err := md.NewRenderer().Render(md.Doc(s.Active(o), s.Summary(o)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, e := range r.Report.Sections() {
+			prio := "none"
+			if e.Priority != nil {
+				prio = fmt.Sprint(*e.Priority)
+			}
+			fmt.Fprintf(&b, "%s %s %s %v;", e.Name, prio, e.Status, e.Sources)
+		}
+		return b.String()
+	}
+	set := l.Load()
+	if got, want := sections(set, memoOpts), sections(set, plainOpts); got != want {
+		t.Fatalf("first render differs:\n%s\n---\n%s", got, want)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	patched := 0
+	for step := 1; step <= 200; step++ {
+		edits := map[string]string{}
+		for range 1 + rng.IntN(2) {
+			i := rng.IntN(n)
+			edits["skills/"+name(i)+"/SKILL.md"] = memoVariants[rng.IntN(len(memoVariants))](name(i), step)
+		}
+		writeFiles(t, dir, edits)
+		want := New(openWS(t, dir), Options{NoBuiltins: true}).Load()
+		deadline := time.Now().Add(10 * time.Second)
+		for set = l.Load(); !reflect.DeepEqual(set.Skills, want.Skills); set = l.Load() {
+			if time.Now().After(deadline) {
+				t.Fatalf("step %d: the watched load never caught up with the edit", step)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if set.from != 0 {
+			patched++
+		}
+		if got, fresh := sections(set, memoOpts), sections(want, plainOpts); got != fresh {
+			t.Fatalf("step %d: sections from the memos differ from fresh ones:\n%s\n---\n%s", step, got, fresh)
+		}
+		if got, fresh := report(set, memoOpts), report(want, plainOpts); got != fresh {
+			t.Fatalf("step %d: report from the memos differs:\n%s\n---\n%s", step, got, fresh)
+		}
+	}
+	if patched < 50 {
+		t.Fatalf("only %d of 200 loads made a patched Set; the test does not cover the memos' patch path", patched)
+	}
+}
