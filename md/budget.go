@@ -63,8 +63,17 @@ type Report struct {
 // tree of thousands of scopes (a memory store's) costs more to report on
 // than to render, and most renders' reports are never read.
 type lines struct {
-	once    sync.Once
-	make    func() []Entry
+	once sync.Once
+	make func() []Entry
+	// Without make, the lines are made from a render's results (see
+	// Renderer.report).
+	rd     *Renderer
+	text   string
+	recs   []rec
+	p      *plan
+	cost   []int
+	tokens int
+
 	entries []Entry
 }
 
@@ -77,8 +86,14 @@ func (r Report) Sections() []Entry {
 		return nil
 	}
 	r.lines.once.Do(func() {
-		r.lines.entries = r.lines.make()
-		r.lines.make = nil
+		l := r.lines
+		if l.make != nil {
+			l.entries = l.make()
+		} else {
+			l.entries = l.rd.lines(l.text, l.recs, l.p, l.cost, l.tokens)
+		}
+		// What the lines were made of is no longer kept.
+		l.make, l.rd, l.text, l.recs, l.p, l.cost = nil, nil, "", nil, nil, nil
 	})
 	return r.lines.entries
 }
@@ -970,7 +985,7 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int, tokens 
 		tokens = rd.total(text, recs)
 	}
 	rep.Tokens = tokens
-	rep.setLines(func() []Entry { return rd.lines(text, recs, p, cost, tokens) })
+	rep.lines = &lines{rd: rd, text: text, recs: recs, p: p, cost: cost, tokens: tokens}
 	return rep
 }
 

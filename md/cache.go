@@ -50,6 +50,9 @@ type slot struct {
 	plan []scopeInfo
 	// notices counts the scope's notice by the number dropped.
 	notices map[int]int
+	// first holds the first entry, so that a scope rendered in one
+	// context, as most are, costs one allocation in the map.
+	first [1]entry
 }
 
 // entry is one rendering of a scope: in a context, with the scopes inside
@@ -157,6 +160,7 @@ func (c *Cache) put(k cacheKey, drops []bool, v *cached) {
 	sl := c.m[k.s]
 	if sl == nil || sl.gen+1 < c.gen {
 		sl = &slot{}
+		sl.entries = sl.first[:0]
 		c.m[k.s] = sl
 	}
 	c.touch(sl)

@@ -70,12 +70,23 @@ func countStood(c Counter, text string, base int, recs []rec, depth int, view bo
 		if s < pos || s+len(t) > len(text) || text[s:s+len(t)] != t {
 			continue
 		}
-		first := firstCut(add, t)
-		if first < 0 {
-			continue
+		// The text is cut before the scope's, where that is a cut where
+		// counts add (or nothing is left between the last cut and it),
+		// else after its first line that ends at one.
+		first := 0
+		if s > pos && !add.AddsAt(text, s) {
+			if first = firstCut(add, t); first < 0 {
+				continue
+			}
 		}
 		last := lastCut(add, t)
-		inner := rc.tokens - c.Count(t[:first]) - c.Count(t[last:])
+		if last <= 0 {
+			continue
+		}
+		inner := rc.tokens - c.Count(t[last:])
+		if first > 0 {
+			inner -= c.Count(t[:first])
+		}
 		total += count(text[pos:s+first]) + inner
 		pos = s + last
 	}

@@ -46,11 +46,20 @@ func lineTree(rng *rand.Rand, depth int) md.Node {
 	var parts []md.Node
 	for range 1 + rng.IntN(5) {
 		w := word()
-		var child md.Node = md.Text(lines(rng, w))
+		text := lines(rng, w)
+		if rng.IntN(4) == 0 {
+			// A start where counts may not add: the cut before the
+			// scope's text is then not one.
+			text = []string{"/", "  ", "\u00a0", "😀", "\n", ".", "'s "}[rng.IntN(7)] + text
+		}
+		var child md.Node = md.Text(text)
 		if depth < 2 && rng.IntN(3) == 0 {
 			child = md.Group{child, lineTree(rng, depth+1)}
 		}
-		switch rng.IntN(6) {
+		switch rng.IntN(7) {
+		case 6:
+			// Inline, after text on the same line.
+			parts = append(parts, md.P(md.Text("lead "), md.Named(w, child).Prio(rng.IntN(8))))
 		case 0:
 			parts = append(parts, md.Named(w, md.UL(md.Item(child))).Prio(rng.IntN(8)))
 		case 1:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -78,7 +79,9 @@ func (rd *Renderer) plainPass(n Node) (string, []rec, error) {
 	if rd.cache == nil {
 		return rd.pass(n, nil)
 	}
-	r := renderer{counter: rd.counter, record: true, cache: rd.cache, count: rd.counts(), views: true}
+	r := renderers.Get().(*renderer)
+	defer putRenderer(r)
+	*r = renderer{counter: rd.counter, record: true, cache: rd.cache, count: rd.counts(), views: true, scratch: r.scratch[:0]}
 	r.recs = make([]rec, 0, rd.cache.recsHint.Load()+1)
 	// Room for what the last such pass wrote and a little more: a buffer
 	// that grows leaves its views in the old one, which is kept alive.
@@ -102,6 +105,21 @@ func (rd *Renderer) plainPass(n Node) (string, []rec, error) {
 		return string(buf), r.recs, r.err
 	}
 	return unsafe.String(&buf[0], len(buf)), r.recs, r.err
+}
+
+// renderers recycles the state of plain passes, which nothing keeps once a
+// pass is over, with the scratch space of its line rewrites.
+var renderers = sync.Pool{New: func() any { return new(renderer) }}
+
+// putRenderer returns r to the pool, keeping its scratch space unless it
+// grew large.
+func putRenderer(r *renderer) {
+	scratch := r.scratch
+	if cap(scratch) > 256<<10 {
+		scratch = nil
+	}
+	*r = renderer{scratch: scratch[:0]}
+	renderers.Put(r)
 }
 
 // newBuffer returns an empty slice with room for n bytes that, unlike
