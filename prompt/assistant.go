@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/loomctx/loom/md"
@@ -92,29 +93,97 @@ func osName(goos string) string {
 	return goos
 }
 
+// bootSections are BootstrapFiles as loom has them, each with the name of
+// its section.
+var bootSections = func() [][2]string {
+	names := make([][2]string, len(BootstrapFiles))
+	for i, name := range BootstrapFiles {
+		names[i] = [2]string{name, strings.ToLower(strings.TrimSuffix(name, ".md"))}
+	}
+	return names
+}()
+
+// bootSection is the section name of BootstrapFiles[i], name.
+func bootSection(i int, name string) string {
+	if i < len(bootSections) && bootSections[i][0] == name {
+		return bootSections[i][1]
+	}
+	return strings.ToLower(strings.TrimSuffix(name, ".md"))
+}
+
+// bootMemo is the last bootstrap part and what it was made from.
+type bootMemo struct {
+	files []bootFile // one for each of BootstrapFiles
+	node  md.Node
+}
+
+// bootFile is what a bootstrap file gave a render: the file read (nil when
+// none, or disabled), its section's settings, whether it is in the part,
+// and the diagnostic that left it out, if any.
+type bootFile struct {
+	f     *workspace.File
+	off   bool
+	cap   int
+	keep  bool
+	notes workspace.Diagnostics
+}
+
+// maxBoot is how many bootstrap files a render keeps track of without
+// allocating.
+const maxBoot = 8
+
 // bootstrap is each bootstrap file as "## FILE", joined by blank lines.
 // Empty files and untouched starter templates are left out, with a
-// diagnostic.
+// diagnostic. While every file and setting is what the last render had,
+// the part is the node it was.
 func (st *state) bootstrap() md.Node {
-	var files md.Group
-	for _, name := range BootstrapFiles {
-		var origin string
-		section := strings.ToLower(strings.TrimSuffix(name, ".md"))
-		if st.disabled(section) {
+	n := len(BootstrapFiles)
+	var m *bootMemo
+	if st.boot != nil {
+		m = st.boot.Load()
+	}
+	hit := m != nil && len(m.files) == n
+	var buf [maxBoot]bootFile
+	files := append(buf[:0], make([]bootFile, n)...)
+	for i, name := range BootstrapFiles {
+		bf := &files[i]
+		section := bootSection(i, name)
+		bf.off, bf.cap = st.disabled(section), st.sectionCap(section)
+		if !bf.off {
+			bf.f, _ = st.ws.Read(name, &st.diags)
+		}
+		if hit && m.files[i].f == bf.f && m.files[i].off == bf.off && m.files[i].cap == bf.cap {
+			*bf = m.files[i]
+			st.diags = append(st.diags, bf.notes...)
 			continue
 		}
-		f, ok := st.ws.Read(name, &st.diags)
-		if !ok {
+		hit = false
+		if f := bf.f; f != nil {
+			before := len(st.diags)
+			var origin string
+			switch {
+			case strings.TrimSpace(f.Text) == "":
+				st.diags.Add(workspace.Warning, f.Path, 0, "prompt.empty-file", "left out: the file is empty")
+			case st.fileTemplate(name, f, &origin):
+				st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still %s", origin)
+			default:
+				bf.keep = true
+			}
+			if len(st.diags) > before {
+				bf.notes = slices.Clone(st.diags[before:])
+			}
+		}
+	}
+	if hit {
+		return m.node
+	}
+	var parts md.Group
+	for i, name := range BootstrapFiles {
+		bf := &files[i]
+		if !bf.keep {
 			continue
 		}
-		switch {
-		case strings.TrimSpace(f.Text) == "":
-			st.diags.Add(workspace.Warning, f.Path, 0, "prompt.empty-file", "left out: the file is empty")
-			continue
-		case st.fileTemplate(name, f, &origin):
-			st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still %s", origin)
-			continue
-		}
+		f, section := bf.f, bootSection(i, name)
 		// The file's node is kept while the file is unchanged (the door
 		// returns the same *File), so its rendered text is reused.
 		type fileKey struct {
@@ -122,18 +191,21 @@ func (st *state) bootstrap() md.Node {
 			section string
 			limit   int
 		}
-		n := st.nodes.get(fileKey{f, section, st.sectionCap(section)}, func() any {
+		parts = append(parts, st.nodes.get(fileKey{f, section, bf.cap}, func() any {
 			return st.section(section,
 				md.Title(2, md.Text(name)),
 				md.Text(strings.TrimRight(f.Text, "\n")),
 			).From(f.Path)
-		}).(*md.Scope)
-		files = append(files, n)
+		}).(*md.Scope))
 	}
-	if len(files) == 0 {
-		return nil
+	var node md.Node
+	if len(parts) > 0 {
+		node = md.Named("bootstrap", md.Doc(parts...))
 	}
-	return md.Named("bootstrap", md.Doc(files...))
+	if st.boot != nil {
+		st.boot.Store(&bootMemo{files: slices.Clone(files), node: node})
+	}
+	return node
 }
 
 // memorySection is the assistant's "# Memory" part, kept as the same node

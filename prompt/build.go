@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/loomctx/loom/config"
@@ -47,6 +48,7 @@ type state struct {
 	skillsXML *md.XMLMemo
 	entries   *skills.EntryMemo
 	active    *skills.ActiveMemo
+	boot      *atomic.Pointer[bootMemo]
 	ws        *workspace.Workspace
 	cfg       *config.Config
 	opts      Options
@@ -76,7 +78,7 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 		return nil, err
 	}
 	opts = cleanOptions(opts)
-	st := &state{ws: ws, cfg: cfg, opts: opts, nodes: b.nodes, rendered: b.rendered, skillsXML: b.skillsXML, entries: b.skillsEntries, active: b.active}
+	st := &state{ws: ws, cfg: cfg, opts: opts, nodes: b.nodes, rendered: b.rendered, skillsXML: b.skillsXML, entries: b.skillsEntries, active: b.active, boot: &b.boot}
 	st.preset = cfg.Preset
 	if opts.Preset != "" {
 		st.preset = opts.Preset

@@ -229,6 +229,9 @@ func TestIncrementalRenderAfterEachKindOfEdit(t *testing.T) {
 				{"bootstrap edited", put("SOUL.md", "# Soul\n\nBolder now.\n"), "Bolder now.", "Curious, careful."},
 				{"bootstrap emptied", put("USER.md", ""), "", "Likes tables."},
 				{"bootstrap written again", put("USER.md", "# User\n\nLikes charts.\n"), "Likes charts.", ""},
+				{"bootstrap section disabled", put("loom.yaml", "disable:\n  - soul\n"), "", "Bolder now."},
+				{"bootstrap section capped", put("loom.yaml", "budget:\n  sections:\n    user: 3\n"), "Bolder now.", "Likes charts."},
+				{"bootstrap settings back", put("loom.yaml", "preset: assistant\n"), "Likes charts.", ""},
 				{"memory added", func() {
 					store, err := memory.Open(dir)
 					if err != nil {

@@ -159,6 +159,8 @@ type Builder struct {
 	skillsEntries *skills.EntryMemo
 	// active keeps the Active Skills section while its skills are the same.
 	active *skills.ActiveMemo
+	// boot keeps the bootstrap part while its files are the same.
+	boot atomic.Pointer[bootMemo]
 	// recent are the last results for different options (a server renders
 	// for many users and channels), newest last; see lastFor.
 	recent []*lastRender
