@@ -730,7 +730,15 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 			}
 			r.kept += c.kept
 			r.dropped += c.dropped
-			return append(buf, c.text...)
+			buf = append(buf, c.text...)
+			if r.views && r.fixed == 0 && len(c.text) >= r.viewMin && r.recs[at].text == c.text {
+				// The record's text is what was just written, which
+				// nothing writes again (see renderer.views): a view of it
+				// is found in the prompt without comparing its bytes
+				// (see countText).
+				r.recs[at].text = unsafe.String(&buf[len(buf)-len(c.text)], len(c.text))
+			}
+			return buf
 		}
 	}
 	slot := -1
