@@ -104,3 +104,46 @@ func TestMemoSectionsMatchFreshOnes(t *testing.T) {
 		t.Fatalf("only %d of 200 loads made a patched Set; the test does not cover the memos' patch path", patched)
 	}
 }
+
+// TestSummaryEntryIsTheNodesOneByOne checks that summaryEntry's one-block
+// entry is the very tree that making each node on its own gives, for every
+// shape an entry takes (inline or not, available or not, no description).
+func TestSummaryEntryIsTheNodesOneByOne(t *testing.T) {
+	oneByOne := func(sk *Skill, prio int) *md.Scope {
+		children := []md.Node{
+			md.XML("name", nil, md.Text(sk.Name)),
+			md.XML("description", nil, md.Text(describe(sk))),
+		}
+		if sk.Inline {
+			children = append(children, md.XML("content", nil, md.Text(sk.Body)))
+		} else {
+			children = append(children, md.XML("location", nil, md.Text(sk.Location)))
+		}
+		if !sk.Available {
+			children = append(children, md.XML("requires", nil, md.Text(sk.MissingText())))
+		}
+		avail := "false"
+		if sk.Available {
+			avail = "true"
+		}
+		return md.Named("skill:"+sk.Name, md.XML("skill", []md.Attr{{Name: "available", Value: avail}}, children...)).Prio(prio).From(sk.Path)
+	}
+	for _, inline := range []bool{false, true} {
+		for _, avail := range []bool{false, true} {
+			for _, desc := range []string{"", "Does <things> & more."} {
+				sk := &Skill{Name: "a&b", Path: "skills/a&b/SKILL.md", Location: "/ws/skills/a&b/SKILL.md", Inline: inline,
+					Body: "Body\nlines.", Available: avail, Frontmatter: Frontmatter{Description: desc}}
+				if !avail {
+					sk.Missing = []string{"CLI: x", "ENV: Y"}
+				}
+				got, want := summaryEntry(sk, 42), oneByOne(sk, 42)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("inline=%v available=%v description=%q: the entries differ:\n%#v\n%#v", inline, avail, desc, got, want)
+				}
+				if md.String(got) != md.String(want) {
+					t.Errorf("inline=%v available=%v description=%q: the texts differ", inline, avail, desc)
+				}
+			}
+		}
+	}
+}

@@ -253,8 +253,10 @@ func (s *Set) patchEntries(m *EntryMemo, opts PromptOptions) []md.Node {
 	entries := slices.Clone(m.nodes)
 	for i, k := range s.changed {
 		if sk := s.Skills[k]; isListed(sk) {
+			// A skill patchSet put in is a new one: no node was made for
+			// it before, so none is looked for (opts.Reuse).
 			at := slices.Index(m.list, s.replaced[i])
-			entries[at] = opts.summaryEntry(at, sk)
+			entries[at] = summaryEntry(sk, opts.Priority-at)
 			m.list[at] = sk
 		}
 	}
@@ -262,24 +264,57 @@ func (s *Set) patchEntries(m *EntryMemo, opts PromptOptions) []md.Node {
 	return entries
 }
 
+// summaryParts holds every node of one summary entry, so that an entry is
+// made with one allocation (besides its texts) instead of one per node.
+type summaryParts struct {
+	scope     md.Scope
+	scopeKids [1]md.Node
+	sources   [1]string
+	skill     md.XMLElement
+	attrs     [1]md.Attr
+	kids      [4]md.Node
+	leaves    [4]md.XMLElement
+	leafKids  [4][1]md.Node
+}
+
+// summaryEntry is the scope "skill:<name>" around
+//
+//	<skill available="…"><name/><description/><location/> or <content/>[<requires/>]</skill>
+//
+// with priority prio and sk's path as its source: what
+//
+//	entryScope(sk, prio, md.XML("skill", attrs, md.XML("name", nil, md.Text(sk.Name)), …))
+//
+// makes, in one block.
 func summaryEntry(sk *Skill, prio int) *md.Scope {
-	children := []md.Node{
-		md.XML("name", nil, md.Text(sk.Name)),
-		md.XML("description", nil, md.Text(describe(sk))),
+	p := &summaryParts{}
+	kids := p.kids[:0]
+	leaf := func(tag, text string) {
+		i := len(kids)
+		p.leafKids[i][0] = md.Text(text)
+		p.leaves[i] = md.XMLElement{Tag: tag, Children: p.leafKids[i][:]}
+		kids = append(kids, &p.leaves[i])
 	}
+	leaf("name", sk.Name)
+	leaf("description", describe(sk))
 	if sk.Inline {
-		children = append(children, md.XML("content", nil, md.Text(sk.Body)))
+		leaf("content", sk.Body)
 	} else {
-		children = append(children, md.XML("location", nil, md.Text(sk.Location)))
+		leaf("location", sk.Location)
 	}
 	if !sk.Available {
-		children = append(children, md.XML("requires", nil, md.Text(sk.MissingText())))
+		leaf("requires", sk.MissingText())
 	}
 	avail := "false"
 	if sk.Available {
 		avail = "true"
 	}
-	return entryScope(sk, prio, md.XML("skill", []md.Attr{{Name: "available", Value: avail}}, children...))
+	p.attrs[0] = md.Attr{Name: "available", Value: avail}
+	p.skill = md.XMLElement{Tag: "skill", Attrs: p.attrs[:], Children: kids}
+	p.scopeKids[0] = &p.skill
+	p.sources[0] = sk.Path
+	p.scope = md.Scope{Name: "skill:" + sk.Name, Children: p.scopeKids[:], Sources: p.sources[:]}
+	return p.scope.Prio(prio)
 }
 
 // Listing is the analyst preset's skills section: a short introduction,
