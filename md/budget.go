@@ -483,7 +483,7 @@ func (sz *sizer) standIn(buf []byte, s *Scope) ([]byte, bool) {
 	}
 	for j := at; j < len(r.recs); j++ {
 		r.recs[j].at += len(buf)
-		r.recs[j].idx += idx
+		r.recs[j].idx += int32(idx)
 	}
 	r.next = idx + p.scopes[idx].size + 1
 	r.kept += c.kept
@@ -519,7 +519,7 @@ func expand(recs []rec, blocks []block) []rec {
 			blocks = blocks[1:]
 			for _, inner := range b.recs[1:] {
 				inner.at += b.off
-				inner.idx += b.base
+				inner.idx += int32(b.base)
 				out = append(out, inner)
 			}
 		}
@@ -641,12 +641,12 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	}
 	for i := range full.recs {
 		if rc := &full.recs[i]; rc.idx >= 0 {
-			setCost(rc.idx, rc)
+			setCost(int(rc.idx), rc)
 		}
 	}
 	for _, b := range full.blocks {
 		for i := 1; i < len(b.recs); i++ {
-			setCost(b.base+b.recs[i].idx, &b.recs[i])
+			setCost(b.base+int(b.recs[i].idx), &b.recs[i])
 		}
 	}
 	finish := func(k int, a attempt) (Result, error) {
@@ -1049,7 +1049,7 @@ func (rd *Renderer) lines(text string, recs []rec, p *plan, cost []int, tokensNo
 			if rc.cut != nil {
 				e.Status, e.Reason = Truncated, cutReason(rc.cut, rc.scope.MaxTokens)
 			}
-			locate(&e, rc.text, rc.depth)
+			locate(&e, rc.text, int(rc.depth))
 			sections = append(sections, e)
 		}
 		sections = append(sections, rd.tail...)
@@ -1104,7 +1104,7 @@ func (rd *Renderer) lines(text string, recs []rec, p *plan, cost []int, tokensNo
 					e.Reason = cutReason(rc.cut, si.s.MaxTokens)
 				}
 			}
-			locate(&e, rc.text, rc.depth)
+			locate(&e, rc.text, int(rc.depth))
 		case direct:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
 			from := len(reason)

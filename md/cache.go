@@ -138,7 +138,7 @@ func relocate(src []rec, base int) []rec {
 	copy(recs, src)
 	for j := range recs {
 		recs[j].at -= base
-		recs[j].idx = j
+		recs[j].idx = int32(j)
 	}
 	return recs
 }

@@ -63,7 +63,7 @@ func countStood(c Counter, text string, base int, recs []rec, depth int, view bo
 			pos = s + st.first
 			continue
 		}
-		if rc.depth != depth || rc.tokens < 0 || len(rc.text) < 2 {
+		if int(rc.depth) != depth || rc.tokens < 0 || len(rc.text) < 2 {
 			continue
 		}
 		s, t := rc.at-base, rc.text

@@ -51,8 +51,11 @@ func (r *renderer) textOf(buf []byte, start int) string {
 // rec is what one scope rendered to. Records are kept in document order.
 type rec struct {
 	scope *Scope
-	idx   int // plan index, -1 without a plan
-	depth int // scopes around it
+	// idx is the plan index, -1 without a plan, and depth the number of
+	// scopes around it. (Both fit 32 bits, which keeps a record, of which
+	// a large prompt has hundreds per render, to 64 bytes.)
+	idx   int32
+	depth int32
 	text  string
 	// at is where text began in the buffer when the scope was rendered;
 	// what is around it may since have reshaped it (see countText).
@@ -722,7 +725,7 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 				if r.plan == nil {
 					r.recs[j].idx = -1
 				} else {
-					r.recs[j].idx += idx
+					r.recs[j].idx += int32(idx)
 				}
 			}
 			if r.plan != nil {
@@ -744,7 +747,7 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	slot := -1
 	if r.record && r.offPlan == 0 {
 		slot = len(r.recs)
-		r.recs = append(r.recs, rec{scope: s, idx: idx, depth: r.depth, tokens: -1})
+		r.recs = append(r.recs, rec{scope: s, idx: int32(idx), depth: int32(r.depth), tokens: -1})
 	}
 	keptBefore := r.kept
 	start := len(buf)
@@ -805,9 +808,9 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		for j := range recs {
 			recs[j].at -= start
 			if r.plan == nil {
-				recs[j].idx = j // every scope inside renders a record
+				recs[j].idx = int32(j) // every scope inside renders a record
 			} else {
-				recs[j].idx -= idx
+				recs[j].idx -= int32(idx)
 			}
 		}
 		r.cache.put(ck, drops, &cached{text: r.recs[slot].text, recs: recs, kept: r.kept - keptBefore, dropped: r.dropped - droppedBefore})

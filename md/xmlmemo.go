@@ -220,7 +220,7 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	// filled in at the end. Room for the children's records is made once
 	// (as many as last time, or one each).
 	r.recs = slices.Grow(r.recs, max(len(lastRecs), n)+1)
-	r.recs = append(r.recs, rec{scope: xmlWhole, idx: -1, depth: r.depth, tokens: -1})
+	r.recs = append(r.recs, rec{scope: xmlWhole, idx: -1, depth: int32(r.depth), tokens: -1})
 	childRecs := len(r.recs)
 	savedXML, savedSep := r.inXML, r.sep
 	r.inXML, r.sep = true, "\n"
