@@ -88,9 +88,11 @@ func (rd *Renderer) plainPass(n Node) (string, []rec, error) {
 	r.recs = make([]rec, 0, rd.cache.recsHint.Load()+1)
 	// Room for what the last such pass wrote and a little more: a buffer
 	// that grows leaves its views in the old one, which is kept alive.
+	// The room is rounded up to whole 8 KB pages, which a buffer this
+	// large takes anyway.
 	size := 64 << 10
 	if h := int(rd.cache.textHint.Load()); h > 0 {
-		size = h + h/8 + 1024
+		size = (h + h/16 + 1024 + 8191) &^ 8191
 	}
 	// Small texts are copied: a view keeps the whole buffer alive for as
 	// long as the cache keeps it.
