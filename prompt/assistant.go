@@ -118,14 +118,14 @@ type bootMemo struct {
 }
 
 // bootFile is what a bootstrap file gave a render: the file read (nil when
-// none, or disabled), its section's settings, whether it is in the part,
-// and the diagnostic that left it out, if any.
+// none, or disabled), its section's settings, the diagnostic that left it
+// out, if any, or else its node.
 type bootFile struct {
 	f     *workspace.File
 	off   bool
 	cap   int
-	keep  bool
 	notes workspace.Diagnostics
+	node  *md.Scope
 }
 
 // maxBoot is how many bootstrap files a render keeps track of without
@@ -134,15 +134,21 @@ const maxBoot = 8
 
 // bootstrap is each bootstrap file as "## FILE", joined by blank lines.
 // Empty files and untouched starter templates are left out, with a
-// diagnostic. While every file and setting is what the last render had,
-// the part is the node it was.
+// diagnostic. A file whose *File (the door hands out the same one while
+// the file is unchanged) and section settings are what the last render
+// had gives what it gave then, and when every file does, the part is the
+// node it was; so a render after one file changed re-renders that file's
+// section alone.
 func (st *state) bootstrap() md.Node {
 	n := len(BootstrapFiles)
 	var m *bootMemo
 	if st.boot != nil {
 		m = st.boot.Load()
 	}
-	hit := m != nil && len(m.files) == n
+	if m != nil && len(m.files) != n {
+		m = nil
+	}
+	hit := m != nil
 	var buf [maxBoot]bootFile
 	files := append(buf[:0], make([]bootFile, n)...)
 	for i, name := range BootstrapFiles {
@@ -152,51 +158,41 @@ func (st *state) bootstrap() md.Node {
 		if !bf.off {
 			bf.f, _ = st.ws.Read(name, &st.diags)
 		}
-		if hit && m.files[i].f == bf.f && m.files[i].off == bf.off && m.files[i].cap == bf.cap {
+		if m != nil && m.files[i].f == bf.f && m.files[i].off == bf.off && m.files[i].cap == bf.cap {
 			*bf = m.files[i]
 			st.diags = append(st.diags, bf.notes...)
 			continue
 		}
 		hit = false
-		if f := bf.f; f != nil {
-			before := len(st.diags)
-			var origin string
-			switch {
-			case strings.TrimSpace(f.Text) == "":
-				st.diags.Add(workspace.Warning, f.Path, 0, "prompt.empty-file", "left out: the file is empty")
-			case st.fileTemplate(name, f, &origin):
-				st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still %s", origin)
-			default:
-				bf.keep = true
-			}
-			if len(st.diags) > before {
-				bf.notes = slices.Clone(st.diags[before:])
-			}
+		f := bf.f
+		if f == nil {
+			continue
+		}
+		before := len(st.diags)
+		var origin string
+		switch {
+		case strings.TrimSpace(f.Text) == "":
+			st.diags.Add(workspace.Warning, f.Path, 0, "prompt.empty-file", "left out: the file is empty")
+		case st.fileTemplate(name, f, &origin):
+			st.diags.Add(workspace.Warning, f.Path, 0, "prompt.untouched-template", "left out: still %s", origin)
+		default:
+			bf.node = st.section(section,
+				md.Title(2, md.Text(name)),
+				md.Text(strings.TrimRight(f.Text, "\n")),
+			).From(f.Path)
+		}
+		if len(st.diags) > before {
+			bf.notes = slices.Clone(st.diags[before:])
 		}
 	}
 	if hit {
 		return m.node
 	}
 	var parts md.Group
-	for i, name := range BootstrapFiles {
-		bf := &files[i]
-		if !bf.keep {
-			continue
+	for i := range files {
+		if files[i].node != nil {
+			parts = append(parts, files[i].node)
 		}
-		f, section := bf.f, bootSection(i, name)
-		// The file's node is kept while the file is unchanged (the door
-		// returns the same *File), so its rendered text is reused.
-		type fileKey struct {
-			f       *workspace.File
-			section string
-			limit   int
-		}
-		parts = append(parts, st.nodes.get(fileKey{f, section, bf.cap}, func() any {
-			return st.section(section,
-				md.Title(2, md.Text(name)),
-				md.Text(strings.TrimRight(f.Text, "\n")),
-			).From(f.Path)
-		}).(*md.Scope))
 	}
 	var node md.Node
 	if len(parts) > 0 {
