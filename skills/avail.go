@@ -16,19 +16,22 @@ type checker struct {
 }
 
 func (c *checker) missing(fm *Frontmatter) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var out []string
-	for _, b := range fm.Requires.Bins {
-		ok, seen := c.bins[b]
-		if !seen {
-			_, err := c.lookPath(b)
-			ok = err == nil
-			c.bins[b] = ok
+	if len(fm.Requires.Bins) > 0 {
+		// Only the remembered PATH searches are shared.
+		c.mu.Lock()
+		for _, b := range fm.Requires.Bins {
+			ok, seen := c.bins[b]
+			if !seen {
+				_, err := c.lookPath(b)
+				ok = err == nil
+				c.bins[b] = ok
+			}
+			if !ok {
+				out = append(out, "CLI: "+b)
+			}
 		}
-		if !ok {
-			out = append(out, "CLI: "+b)
-		}
+		c.mu.Unlock()
 	}
 	for _, e := range fm.Requires.Env {
 		if c.getenv(e) == "" {

@@ -117,6 +117,15 @@ type cacheEntry struct {
 	// base is the skill last made from file; it is handed out again while
 	// its availability is unchanged, so that its pointer stays the same.
 	base *Skill
+	// seen is the last Load that loaded the file or found it in a
+	// root's memo, for the cache's sweep.
+	seen uint64
+}
+
+// fileKey names a skill file in the parse cache.
+type fileKey struct {
+	source    Source
+	root, rel string
 }
 
 // Loader finds and parses the skills of one workspace. It keeps parsed
@@ -131,11 +140,9 @@ type Loader struct {
 	mu      sync.Mutex
 	extDoor map[string]*workspace.Workspace // absolute extra folder → its door
 	builtin *workspace.Workspace
-	cache   map[string]cacheEntry
-	cacheMu sync.Mutex // guards cache and seen while files load in parallel
-	// seen holds, during a Load, the parse cache keys of the files it
-	// loaded, for the cache's sweep; nil while nothing needs it (see Load).
-	seen map[string]bool
+	cache   map[fileKey]*cacheEntry
+	cacheMu sync.Mutex // guards cache while files load in parallel
+	loads   uint64     // Loads made, numbering them for cacheEntry.seen
 	// fixedRoots are the roots when there are no extra folders: they are
 	// the same for every load.
 	fixedRoots []root
@@ -192,10 +199,10 @@ type rootMemo struct {
 }
 
 type jobMemo struct {
-	name, rel string // the folder entry's name, the skill file
-	skill     *Skill // nil: no skill there
-	key       string // the file's parse cache key, "" when none
-	skip      bool   // left out as an untouched template
+	name, rel string  // the folder entry's name, the skill file
+	skill     *Skill  // nil: no skill there
+	key       fileKey // the file's parse cache key; its rel is "" when none
+	skip      bool    // left out as an untouched template
 }
 
 // binsFresh bounds how long a PATH search result is reused.
@@ -203,7 +210,7 @@ const binsFresh = 2 * time.Second
 
 // New returns a loader for ws.
 func New(ws *workspace.Workspace, opts Options) *Loader {
-	l := &Loader{ws: ws, opts: opts, extDoor: map[string]*workspace.Workspace{}, cache: map[string]cacheEntry{}, written: map[string]string{}}
+	l := &Loader{ws: ws, opts: opts, extDoor: map[string]*workspace.Workspace{}, cache: map[fileKey]*cacheEntry{}, written: map[string]string{}}
 	if !opts.NoBuiltins {
 		fsys := opts.Builtins
 		if fsys == nil {
@@ -249,16 +256,10 @@ func (l *Loader) Load() *Set {
 	}
 	chk := l.chk
 
-	// A load that reads every file (the first, or one without a watch)
-	// marks every file seen. A watched one needs no marks for the roots
-	// it remembers, whose files the sweep finds in rootMemo: it marks
-	// only what it reads of other roots (see loadRoot).
-	if l.ws.Watching() && l.last != nil {
-		l.seen = nil
-	} else {
-		l.seen = make(map[string]bool, len(l.cache))
-	}
-	defer func() { l.seen = nil }()
+	// Every file a load reads is marked with its number; a watched load
+	// leaves the files of the roots it remembers to the sweep, which finds
+	// them in rootMemo.
+	l.loads++
 	l.reusedAny = false
 	// Each root's skills are joined into one list only when some root's
 	// changed: when the roots are the fixed ones and each gave what it gave
@@ -285,19 +286,15 @@ func (l *Loader) Load() *Set {
 	// grown past twice what is in use: a watched load that read a few
 	// files again does not walk it.
 	if len(l.cache) > 2*len(all)+64 || !l.reusedAny {
-		seen := l.seen
-		if seen == nil {
-			seen = map[string]bool{}
-		}
 		for _, m := range l.rootMemo {
 			for _, j := range m.jobs {
-				if j.key != "" {
-					seen[j.key] = true
+				if ce := l.cache[j.key]; ce != nil && j.key.rel != "" {
+					ce.seen = l.loads
 				}
 			}
 		}
-		for k := range l.cache {
-			if !seen[k] {
+		for k, ce := range l.cache {
+			if ce.seen != l.loads {
 				delete(l.cache, k)
 			}
 		}
@@ -448,11 +445,6 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 		}
 	} else {
 		delete(l.rootMemo, memoKey)
-		if l.seen == nil {
-			// Files of a root that is not remembered are found by their
-			// marks alone.
-			l.seen = map[string]bool{}
-		}
 	}
 	if prev != nil && prev.stamp != stamp && prev.epoch == l.binsEpoch {
 		if out, ok := l.patchRoot(r, prev, changed, stamp, chk); ok {
@@ -505,12 +497,12 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 			if e.IsDir() || !strings.HasSuffix(name, ".md") {
 				continue
 			}
-			rel, skillName = path.Join(r.dir, name), strings.TrimSuffix(name, ".md")
+			rel, skillName = joinRel(r.dir, name, ""), strings.TrimSuffix(name, ".md")
 		} else {
 			if !e.IsDir() && e.Type()&fs.ModeSymlink == 0 {
 				continue
 			}
-			rel, skillName = path.Join(r.dir, name, FileName), name
+			rel, skillName = joinRel(r.dir, name, FileName), name
 		}
 		jobs = append(jobs, job{jobMemo: jobMemo{name: name, rel: rel}, skillName: skillName})
 	}
@@ -526,7 +518,7 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 	if len(l.cache) == 0 && len(todo) > 8 {
 		// A first load: the parse cache is sized once, not grown.
 		l.cacheMu.Lock()
-		l.cache = make(map[string]cacheEntry, len(todo))
+		l.cache = make(map[fileKey]*cacheEntry, len(todo))
 		l.cacheMu.Unlock()
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(todo)/8+1)
@@ -542,7 +534,7 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 			defer wg.Done()
 			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
 				j := &jobs[todo[k]]
-				j.skill, j.key, fresh[todo[k]] = l.loadOne(r, j.skillName, j.rel, "", chk)
+				j.skill, j.key, fresh[todo[k]] = l.loadOne(r, j.skillName, j.rel, fileKey{}, chk)
 			}
 		}()
 	}
@@ -559,7 +551,7 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 			if fresh[i] && r.source == SourceBuiltin && s.Status != StatusBroken {
 				l.materialize(s)
 			}
-			if r.source == SourceWorkspace && s.Status != StatusBroken && starter.IsUntouched(j.rel, s.raw) {
+			if s.untouched {
 				j.skip = true
 			}
 		}
@@ -614,7 +606,7 @@ func (l *Loader) patchRoot(r *root, prev *rootMemo, changed []string, stamp uint
 		if j.skill == nil {
 			return nil, false // gone, or no longer a folder with a skill
 		}
-		if j.skill.Status != StatusBroken && starter.IsUntouched(j.rel, j.skill.raw) {
+		if j.skill.untouched {
 			return nil, false
 		}
 		patches = append(patches, patch{k, j})
@@ -647,26 +639,27 @@ func (l *Loader) rememberRoot(key string, m *rootMemo) {
 // file (a folder without SKILL.md is not a skill). It also returns the
 // file's parse cache key, and whether the skill is newly made: a skill
 // whose file and availability are unchanged is the one made before, which
-// nobody may change. key, when not "", is the file's parse cache key.
-func (l *Loader) loadOne(r *root, name, rel, key string, chk *checker) (*Skill, string, bool) {
+// nobody may change. key, when its rel is not "", is the file's parse
+// cache key.
+func (l *Loader) loadOne(r *root, name, rel string, key fileKey, chk *checker) (*Skill, fileKey, bool) {
 	f, err := r.door.Load(rel)
 	if err != nil {
 		if notExist(err) {
-			return nil, "", false
+			return nil, fileKey{}, false
 		}
 		s := &Skill{Name: name, Source: r.source, Path: r.display(rel), Location: l.location(r, rel), rank: r.rank}
 		s.Status = StatusBroken
 		s.Diagnostics.Add(workspace.Error, s.Path, 0, workspace.RefusalCode(err), "%s", workspace.RefusalMessage(err))
-		return s, "", true
+		return s, fileKey{}, true
 	}
-	if key == "" {
-		key = cacheKey(r, rel)
+	if key.rel == "" {
+		key = fileKey{r.source, r.door.Root(), rel}
 	}
 	l.cacheMu.Lock()
-	if l.seen != nil {
-		l.seen[key] = true
-	}
 	ce, ok := l.cache[key]
+	if ok {
+		ce.seen = l.loads
+	}
 	l.cacheMu.Unlock()
 	if ok && ce.file == f && ce.base != nil {
 		if ce.parsed.broken {
@@ -677,7 +670,10 @@ func (l *Loader) loadOne(r *root, name, rel, key string, chk *checker) (*Skill, 
 		}
 	}
 	if !ok || ce.file != f {
-		ce = cacheEntry{file: f, parsed: l.parse(r.display(rel), name, r.flat, f)}
+		ce = &cacheEntry{file: f, parsed: l.parse(r.display(rel), name, r.flat, f), seen: l.loads}
+	} else {
+		c := *ce // a new base for the same file: the entry is replaced, not changed
+		ce = &c
 	}
 	s := &Skill{Name: name, Source: r.source, Path: r.display(rel), Location: l.location(r, rel), rank: r.rank}
 	p := ce.parsed
@@ -693,6 +689,7 @@ func (l *Loader) loadOne(r *root, name, rel, key string, chk *checker) (*Skill, 
 	} else {
 		s.Missing = chk.missing(&s.Frontmatter)
 		s.Available = len(s.Missing) == 0
+		s.untouched = r.source == SourceWorkspace && starter.IsUntouched(rel, s.raw)
 	}
 	ce.base = s
 	l.cacheMu.Lock()
@@ -701,9 +698,17 @@ func (l *Loader) loadOne(r *root, name, rel, key string, chk *checker) (*Skill, 
 	return s, key, true
 }
 
-// cacheKey is the parse cache key of the file rel of r.
-func cacheKey(r *root, rel string) string {
-	return string(r.source) + "\x00" + r.door.Root() + "\x00" + rel
+// joinRel is path.Join(dir, name, file) for a clean dir, a folder
+// entry's name (never "." or "..", never with a slash) and a file name or
+// "", made in one concatenation instead of path.Join's cleaning.
+func joinRel(dir, name, file string) string {
+	switch {
+	case dir == "" || dir == "." || strings.HasSuffix(dir, "/"):
+		return path.Join(dir, name, file)
+	case file == "":
+		return dir + "/" + name
+	}
+	return dir + "/" + name + "/" + file
 }
 
 func (l *Loader) parse(display, name string, flat bool, f *workspace.File) *parsed {

@@ -3,6 +3,7 @@ package skills
 import (
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"reflect"
 	"strings"
 	"testing"
@@ -142,6 +143,18 @@ func TestSummaryEntryIsTheNodesOneByOne(t *testing.T) {
 				}
 				if md.String(got) != md.String(want) {
 					t.Errorf("inline=%v available=%v description=%q: the texts differ", inline, avail, desc)
+				}
+			}
+		}
+	}
+}
+
+func TestJoinRelIsPathJoin(t *testing.T) {
+	for _, dir := range []string{"skills", "agent/skills", "builtin", "a/b/c", "", ".", "x/"} {
+		for _, name := range []string{"pdf", "a b", "x.md", "-", "ünï"} {
+			for _, file := range []string{"", FileName} {
+				if got, want := joinRel(dir, name, file), path.Join(dir, name, file); got != want {
+					t.Errorf("joinRel(%q, %q, %q) = %q, path.Join gives %q", dir, name, file, got, want)
 				}
 			}
 		}

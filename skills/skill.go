@@ -63,6 +63,9 @@ type Skill struct {
 
 	rank int    // precedence: lower wins
 	raw  string // the file as read, to recognise untouched starter templates
+	// untouched is set, on a workspace skill as loaded, when raw is still
+	// loom's starter template (starter.IsUntouched).
+	untouched bool
 	// final is, on a skill as loaded (never one in a Set), the copy the
 	// last Set showed; only its Loader touches it, under its lock.
 	final *Skill
