@@ -177,6 +177,13 @@ type Loader struct {
 	sortKeys []sortKey
 	sortPerm []int
 	sortInv  []int // load index → sorted place
+	// Scratch lists loadRoot fills and empties on every call (Load is
+	// under mu), and what each root not remembered in rootMemo listed last
+	// (see rootListing).
+	jobBuf   []loadJob
+	freshBuf []bool
+	todoBuf  []int
+	listings []*rootListing // by root rank
 	// spareAll is a list no Set or memo holds, for the next load's
 	// skills: a load that changed a skill fills it and hands the last
 	// list back here.
@@ -196,6 +203,23 @@ type rootMemo struct {
 	out   []*Skill
 	diags workspace.Diagnostics
 	jobs  []jobMemo // in listing order
+}
+
+// loadJob is one folder entry in loadRoot.
+type loadJob struct {
+	jobMemo
+	reused    bool
+	skillName string // the name its place gives the skill
+}
+
+// rootListing is what a root that is not remembered (one without a watch)
+// listed at its last load: the entries' names and skill files, so that a
+// load that lists the same entries makes no file names again, and the
+// list of its skills, which nobody keeps past a Load, to be filled again.
+type rootListing struct {
+	key         string // the root's memoKey
+	names, rels []string
+	out         []*Skill
 }
 
 type jobMemo struct {
@@ -348,7 +372,7 @@ func (l *Loader) roots(diags *workspace.Diagnostics) []root {
 	for i := range rs {
 		r := &rs[i]
 		r.rank = i
-		r.memoKey = string(r.source) + "\x00" + r.dir + "\x00" + strconv.FormatBool(r.flat)
+		r.memoKey = string(r.source) + "\x00" + r.door.Root() + "\x00" + r.dir + "\x00" + strconv.FormatBool(r.flat)
 	}
 	if len(l.opts.Paths) == 0 {
 		// Only extra folders ask the file system where they are.
@@ -466,15 +490,25 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 	// In a new availability epoch (PATH searched afresh), a skill kept
 	// from the last load is kept only if what it needs is still there.
 	recheck := prev != nil && prev.epoch != l.binsEpoch
-	type job struct {
-		jobMemo
-		reused    bool
-		skillName string // the name its place gives the skill
-	}
-	jobs := make([]job, 0, len(entries))
+	jobs := l.jobBuf[:0]
+	defer func() { clear(jobs); l.jobBuf = jobs[:0] }()
 	var old []jobMemo
 	if prev != nil {
 		old = prev.jobs
+	}
+	var listing *rootListing
+	var lastNames, lastRels []string
+	sameListing := false
+	if !watched {
+		for len(l.listings) <= r.rank {
+			l.listings = append(l.listings, nil)
+		}
+		// By rank, which no two roots of a load share.
+		if listing = l.listings[r.rank]; listing == nil || listing.key != memoKey {
+			listing = &rootListing{key: memoKey}
+			l.listings[r.rank] = listing
+		}
+		lastNames, lastRels, sameListing = listing.names, listing.rels, true
 	}
 	for _, e := range entries {
 		name := e.Name()
@@ -487,29 +521,49 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 		}
 		if len(old) > 0 && old[0].name == name && !slices.Contains(changed, name) &&
 			!(recheck && old[0].skill != nil && old[0].skill.Status != StatusBroken &&
-				!slices.Equal(chk.missing(&old[0].skill.Frontmatter), old[0].skill.Missing)) {
-			jobs = append(jobs, job{jobMemo: old[0], reused: true})
+				!chk.same(&old[0].skill.Frontmatter, old[0].skill.Missing)) {
+			jobs = append(jobs, loadJob{jobMemo: old[0], reused: true})
 			l.reusedAny = true
 			continue
 		}
-		var rel, skillName string
+		var skillName string
 		if r.flat {
 			if e.IsDir() || !strings.HasSuffix(name, ".md") {
 				continue
 			}
-			rel, skillName = joinRel(r.dir, name, ""), strings.TrimSuffix(name, ".md")
+			skillName = strings.TrimSuffix(name, ".md")
 		} else {
 			if !e.IsDir() && e.Type()&fs.ModeSymlink == 0 {
 				continue
 			}
-			rel, skillName = joinRel(r.dir, name, FileName), name
+			skillName = name
 		}
-		jobs = append(jobs, job{jobMemo: jobMemo{name: name, rel: rel}, skillName: skillName})
+		// The entries this listing shares with the last one, in the same
+		// order (both are sorted), keep their file names.
+		var rel string
+		if k := len(jobs); sameListing && k < len(lastNames) && lastNames[k] == name {
+			rel = lastRels[k]
+		} else {
+			sameListing = false
+			if r.flat {
+				rel = joinRel(r.dir, name, "")
+			} else {
+				rel = joinRel(r.dir, name, FileName)
+			}
+		}
+		jobs = append(jobs, loadJob{jobMemo: jobMemo{name: name, rel: rel}, skillName: skillName})
+	}
+	if listing != nil && !(sameListing && len(jobs) == len(lastNames)) {
+		listing.names, listing.rels = make([]string, len(jobs)), make([]string, len(jobs))
+		for i := range jobs {
+			listing.names[i], listing.rels[i] = jobs[i].name, jobs[i].rel
+		}
 	}
 	// Reading and parsing are independent per file, and a cold load of a
 	// large folder is mostly that, so it is spread over the processors.
-	fresh := make([]bool, len(jobs))
-	todo := make([]int, 0, len(jobs))
+	fresh := append(l.freshBuf[:0], make([]bool, len(jobs))...)
+	todo := l.todoBuf[:0]
+	defer func() { l.freshBuf, l.todoBuf = fresh[:0], todo[:0] }()
 	for i, j := range jobs {
 		if !j.reused {
 			todo = append(todo, i)
@@ -539,7 +593,15 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 		}()
 	}
 	wg.Wait()
-	out := make([]*Skill, 0, len(jobs))
+	var out []*Skill
+	if listing != nil {
+		// Load copies what an unremembered root gave and keeps nothing of
+		// it: the list is filled again at the root's next load.
+		out = listing.out[:0]
+		defer func() { listing.out = out }()
+	} else {
+		out = make([]*Skill, 0, len(jobs))
+	}
 	var memo *rootMemo
 	if watched {
 		memo = &rootMemo{stamp: stamp, epoch: l.binsEpoch, jobs: make([]jobMemo, 0, len(jobs))}
@@ -665,7 +727,7 @@ func (l *Loader) loadOne(r *root, name, rel string, key fileKey, chk *checker) (
 		if ce.parsed.broken {
 			return ce.base, key, false
 		}
-		if missing := chk.missing(&ce.base.Frontmatter); slices.Equal(missing, ce.base.Missing) {
+		if chk.same(&ce.base.Frontmatter, ce.base.Missing) {
 			return ce.base, key, false
 		}
 	}

@@ -160,3 +160,33 @@ func TestJoinRelIsPathJoin(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckerSameAgreesWithMissing checks same against slices.Equal of
+// missing, for requirements met and unmet, and for lists that differ by
+// one entry, one prefix or one length.
+func TestCheckerSameAgreesWithMissing(t *testing.T) {
+	o := env([]string{"git", "gh"}, map[string]string{"TOKEN": "x"}, "linux")
+	chk := &checker{lookPath: o.LookPath, getenv: o.Getenv, goos: o.GOOS, bins: map[string]bool{}}
+	fms := []Frontmatter{
+		{},
+		{Requires: Requires{Bins: []string{"git", "tmux"}}},
+		{Requires: Requires{Bins: []string{"nope", "gh", "also-nope"}, Env: []string{"TOKEN", "KEY"}}},
+		{Requires: Requires{Env: []string{"KEY"}}, OS: []string{"darwin", "windows"}},
+		{OS: []string{"Linux"}},
+	}
+	candidates := [][]string{nil, {}, {"CLI: tmux"}, {"CLI: tmu"}, {"ENV: tmux"}, {"CLI: tmux", "ENV: KEY"},
+		{"CLI: nope", "CLI: also-nope", "ENV: KEY"}, {"CLI: nope", "CLI: also-nope"}, {"ENV: KEY", "OS: darwin or windows"},
+		{"ENV: KEY", "OS: darwin"}, {"CLI: nope", "CLI: also-nope", "ENV: KEY", "ENV: KEY"}}
+	for i := range fms {
+		fm := &fms[i]
+		want := chk.missing(fm)
+		if !chk.same(fm, want) {
+			t.Errorf("%+v: same(missing()) is false", fm.Requires)
+		}
+		for _, c := range candidates {
+			if got, eq := chk.same(fm, c), reflect.DeepEqual(want, c) || (len(want) == 0 && len(c) == 0); got != eq {
+				t.Errorf("%+v: same(%q) = %v, missing() is %q", fm.Requires, c, got, want)
+			}
+		}
+	}
+}
