@@ -2,6 +2,7 @@ package md
 
 import (
 	"bytes"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,7 +78,8 @@ type rec struct {
 // cache keeps of them are views of that text where nothing could write
 // them again (see renderer.textOf), where each scope rendered again would
 // otherwise copy its text (a whole catalogue, for one entry changed).
-// The buffer is never written once the pass is over, and never pooled.
+// The buffer is never written once the pass is over, until nothing refers
+// to it any more (see prompts).
 func (rd *Renderer) plainPass(n Node) (string, []rec, error) {
 	if rd.cache == nil {
 		return rd.pass(n, nil)
@@ -130,14 +132,45 @@ func putRenderer(r *renderer) {
 // newBuffer returns an empty slice with room for n bytes that, unlike
 // make's, are not zeroed first: a prompt's buffer is written from its start
 // and never read past what was written, and clearing a fresh 100 KB costs
-// as much as filling it. strings.Builder.Grow is the standard library's one
-// way to such memory; the Builder is dropped at once, so nothing else ever
-// sees the bytes as a string.
+// as much as filling it. It is the spent buffer of an earlier pass when
+// one of about that size is at hand (see prompts), else new memory:
+// strings.Builder.Grow is the standard library's one way to such memory;
+// the Builder is dropped at once, so nothing else ever sees the bytes as a
+// string.
 func newBuffer(n int) []byte {
+	if sp, _ := prompts.Get().(*spent); sp != nil && sp.n >= n && sp.n <= n+n/2 {
+		return watch(unsafe.Slice(sp.p, sp.n)[:0])
+	}
 	var b strings.Builder
 	b.Grow(n)
 	b.WriteByte(0)
-	return unsafe.Slice(unsafe.StringData(b.String()), n)[:0]
+	return watch(unsafe.Slice(unsafe.StringData(b.String()), n)[:0])
+}
+
+// prompts holds the buffers of earlier plain passes that nothing refers to
+// any more, for later passes to write again: the fresh pages of a new
+// buffer the size of a large prompt each cost the system a fault when
+// first written, which costs several times what writing the prompt does.
+// A pass's buffer is its text and the views of it for as long as any of
+// them is kept; once none is, the garbage collector runs the finalizer
+// that watch set, which puts the buffer here instead of letting it go.
+// The last string made of its bytes is gone by then, so writing them
+// again changes nothing anyone can see. Buffers the pool drops, and those
+// of the wrong size, go the usual way.
+var prompts sync.Pool
+
+// spent is a buffer in prompts: its first byte and its size.
+type spent struct {
+	p *byte
+	n int
+}
+
+// watch sets the finalizer that puts buf in prompts once nothing refers
+// to it, and returns it.
+func watch(buf []byte) []byte {
+	n := cap(buf)
+	runtime.SetFinalizer(unsafe.SliceData(buf), func(p *byte) { prompts.Put(&spent{p: p, n: n}) })
+	return buf
 }
 
 func (r *renderer) renderNode(buf []byte, n Node) []byte {
@@ -806,7 +839,9 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		// keeps all of them.)
 		r.cache.put(ck, drops, &cached{text: r.recs[slot].text, src: r.recs[slot:len(r.recs):len(r.recs)], base: start, kept: r.kept - keptBefore, dropped: r.dropped - droppedBefore})
 	} else if useCache && slot >= 0 && r.err == nil {
-		recs := append([]rec(nil), r.recs[slot:]...)
+		v := newCached(len(r.recs) - slot)
+		recs := v.recs
+		copy(recs, r.recs[slot:])
 		for j := range recs {
 			recs[j].at -= start
 			if r.plan == nil {
@@ -815,9 +850,24 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 				recs[j].idx -= int32(idx)
 			}
 		}
-		r.cache.put(ck, drops, &cached{text: r.recs[slot].text, recs: recs, kept: r.kept - keptBefore, dropped: r.dropped - droppedBefore})
+		v.text, v.kept, v.dropped = r.recs[slot].text, r.kept-keptBefore, r.dropped-droppedBefore
+		r.cache.put(ck, drops, v)
 	}
 	return buf
+}
+
+// newCached returns a cached value with n records, in one allocation with
+// them for a scope with none inside, as most are.
+func newCached(n int) *cached {
+	if n == 1 {
+		one := &struct {
+			cached
+			rec [1]rec
+		}{}
+		one.recs = one.rec[:]
+		return &one.cached
+	}
+	return &cached{recs: make([]rec, n)}
 }
 
 // shareMin is the fewest records of a scope the cache keeps as the pass's

@@ -3,10 +3,12 @@ package md_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/tokens"
 )
 
 // bigScope is a named scope whose text is long enough that a render
@@ -117,6 +119,48 @@ func TestViewsOfTheBufferGiveTheSameRender(t *testing.T) {
 					t.Fatalf("seed %d round %d: the text of round %d changed", seed, round, i)
 				}
 			}
+		}
+	}
+}
+
+// The buffers of results no longer kept are written again by later
+// renders (see md's prompts pool), while every result still kept, with
+// its report, stays what it was.
+func TestKeptResultsStayWhileBuffersAreReused(t *testing.T) {
+	c, err := tokens.Get(tokens.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := editedPrompt()
+	r := md.NewRenderer(md.WithCounter(c), md.WithCache(md.NewCache()))
+	type kept struct {
+		res  md.Result
+		text string
+		k    int
+	}
+	var keep []kept
+	for k := range 120 {
+		res, err := r.Render(edit(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k%10 == 3 {
+			keep = append(keep, kept{res, strings.Clone(res.Text), k})
+		}
+		if k%4 == 0 {
+			runtime.GC() // the buffers of dropped results go to the pool
+		}
+	}
+	for _, kp := range keep {
+		if kp.res.Text != kp.text {
+			t.Fatalf("render %d: the kept text changed", kp.k)
+		}
+		want, err := md.NewRenderer(md.WithCounter(c)).Render(edit(kp.k))
+		if err != nil || want.Text != kp.text {
+			t.Fatalf("render %d: differs from a render without a cache (%v)", kp.k, err)
+		}
+		if !sameReport(kp.res.Report, want.Report) {
+			t.Fatalf("render %d: report differs\n got %+v\nwant %+v", kp.k, show(kp.res.Report), show(want.Report))
 		}
 	}
 }
