@@ -292,7 +292,7 @@ func (st *state) skillsSummary() md.Node {
 	return st.memo(key{st.skills, st.preset, st.sectionCap("skills"), st.budget > 0}, func() md.Node {
 		var n md.Node
 		if st.preset == Analyst {
-			n = st.skills.Listing(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get})
+			n = st.skills.Listing(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get, Entries: st.lists})
 		} else {
 			n = st.skills.Summary(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get, XMLMemo: st.skillsXML, Entries: st.entries, Unbudgeted: st.budget <= 0})
 		}

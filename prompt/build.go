@@ -47,6 +47,7 @@ type state struct {
 	rendered  *md.Cache
 	skillsXML *md.XMLMemo
 	entries   *skills.EntryMemo
+	lists     *skills.EntryMemo // entries, for the analyst's listing
 	active    *skills.ActiveMemo
 	boot      *atomic.Pointer[bootMemo]
 	ws        *workspace.Workspace
@@ -78,7 +79,7 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 		return nil, err
 	}
 	opts = cleanOptions(opts)
-	st := &state{ws: ws, cfg: cfg, opts: opts, nodes: b.nodes, rendered: b.rendered, skillsXML: b.skillsXML, entries: b.skillsEntries, active: b.active, boot: &b.boot}
+	st := &state{ws: ws, cfg: cfg, opts: opts, nodes: b.nodes, rendered: b.rendered, skillsXML: b.skillsXML, entries: b.skillsEntries, lists: b.listEntries, active: b.active, boot: &b.boot}
 	st.preset = cfg.Preset
 	if opts.Preset != "" {
 		st.preset = opts.Preset

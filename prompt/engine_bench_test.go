@@ -247,6 +247,17 @@ func BenchmarkRerenderAfterEdit(b *testing.B) {
 	}
 }
 
+// BenchmarkRerenderAnalystAfterEdit is BenchmarkRerenderAfterEdit's
+// watched skill edit on the large workspace with the analyst preset, whose
+// skills section is the listing.
+func BenchmarkRerenderAnalystAfterEdit(b *testing.B) {
+	dir := engineWorkspace(b, "large")
+	bl, _ := warmBuilder(b, dir, true)
+	opts := prompt.Options{Preset: prompt.Analyst, Now: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC), GOOS: "linux", GOARCH: "amd64"}
+	entries, _ := os.ReadDir(filepath.Join(dir, "skills"))
+	editLoop(b, bl, opts, filepath.Join(dir, "skills", entries[len(entries)/2].Name(), "SKILL.md"))
+}
+
 // BenchmarkRenderFull renders with a new workspace and builder each time,
 // in a process whose token counts are cached: the cost of a render that
 // reuses nothing of its own.

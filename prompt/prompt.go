@@ -155,8 +155,9 @@ type Builder struct {
 	// entries, so that a render after one skill changed renders that
 	// entry alone (see md.XMLMemo).
 	skillsXML *md.XMLMemo
-	// skillsEntries keeps the catalogue's entry nodes by position.
-	skillsEntries *skills.EntryMemo
+	// skillsEntries keeps the catalogue's entry nodes by position, and
+	// listEntries the analyst listing's.
+	skillsEntries, listEntries *skills.EntryMemo
 	// active keeps the Active Skills section while its skills are the same.
 	active *skills.ActiveMemo
 	// boot keeps the bootstrap part while its files are the same.
@@ -171,7 +172,7 @@ type Builder struct {
 
 // New returns a builder for ws.
 func New(ws *workspace.Workspace) *Builder {
-	return &Builder{ws: ws, nodes: newNodeCache(), rendered: md.NewCache(), skillsXML: md.NewXMLMemo(), skillsEntries: &skills.EntryMemo{}, active: &skills.ActiveMemo{}}
+	return &Builder{ws: ws, nodes: newNodeCache(), rendered: md.NewCache(), skillsXML: md.NewXMLMemo(), skillsEntries: &skills.EntryMemo{}, listEntries: &skills.EntryMemo{}, active: &skills.ActiveMemo{}}
 }
 
 // Workspace returns the builder's workspace.

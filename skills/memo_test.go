@@ -31,7 +31,8 @@ var memoVariants = []func(name string, n int) string{
 
 // TestMemoSectionsMatchFreshOnes edits random skills of a watched workspace
 // again and again, one or two at a time, and after each edit renders the
-// summary and the Active Skills section with the memos a Builder keeps
+// summary, the analyst's listing and the Active Skills section with the
+// memos a Builder keeps
 // (so that a patched Set changes the last ones in place) and without any:
 // the two must be the same text, with the same budget priorities.
 func TestMemoSectionsMatchFreshOnes(t *testing.T) {
@@ -48,15 +49,20 @@ func TestMemoSectionsMatchFreshOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := New(ws, Options{NoBuiltins: true})
-	entries, active, xml := &EntryMemo{}, &ActiveMemo{}, md.NewXMLMemo()
+	entries, listEntries, active, xml := &EntryMemo{}, &EntryMemo{}, &ActiveMemo{}, md.NewXMLMemo()
 	memoOpts := PromptOptions{Priority: 1000, Entries: entries, ActiveMemo: active, XMLMemo: xml, Unbudgeted: true}
 	plainOpts := PromptOptions{Priority: 1000, Unbudgeted: true}
-	sections := func(s *Set, o PromptOptions) string {
-		return md.String(md.Doc(s.Active(o), s.Summary(o)))
+	tree := func(s *Set, o PromptOptions) md.Node {
+		lo := PromptOptions{Priority: 500}
+		if o.Entries != nil {
+			lo.Entries = listEntries
+		}
+		return md.Doc(s.Active(o), s.Summary(o), s.Listing(lo))
 	}
+	sections := func(s *Set, o PromptOptions) string { return md.String(tree(s, o)) }
 	// The report names every scope with its priority.
 	report := func(s *Set, o PromptOptions) string {
-		r, err := md.NewRenderer().Render(md.Doc(s.Active(o), s.Summary(o)))
+		r, err := md.NewRenderer().Render(tree(s, o))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,9 +58,10 @@ type PromptOptions struct {
 	// renders (see [md.XMLMemo]): a caller that renders the summary again
 	// after one skill changed gives the same memo each time.
 	XMLMemo *md.XMLMemo
-	// Entries, when set, keeps the summary's entry nodes by position
-	// between calls: an entry whose skill and priority are what they were
-	// is the node it was, found without a Reuse lookup.
+	// Entries, when set, keeps the summary's (or the listing's) entry
+	// nodes by position between calls: an entry whose skill and priority
+	// are what they were is the node it was, found without a Reuse lookup.
+	// A summary and a listing each need a memo of their own.
 	Entries *EntryMemo
 	// Unbudgeted says the summary is rendered without a token budget, so
 	// nothing in it is dropped: its list then needs no scope of its own
@@ -93,6 +94,7 @@ type EntryMemo struct {
 	list  []*Skill
 	nodes []md.Node // the last summary's entries, never changed once made
 	set   uint64    // the ID of the Set they list
+	shape int       // which section and level they are entries of
 }
 
 // entryKey is everything one listing entry is built from. A *Skill in a
@@ -179,9 +181,9 @@ func (s *Set) Summary(opts PromptOptions) md.Node {
 	if m := opts.Entries; m != nil {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		entries = s.patchEntries(m, opts)
+		entries = s.patchEntries(m, opts, 0, func(at int, sk *Skill) md.Node { return summaryEntry(sk, opts.Priority-at) })
 		if entries == nil {
-			entries = s.fillEntries(m, opts)
+			entries = s.fillEntries(m, opts, 0, func(i int, sk *Skill) md.Node { return opts.summaryEntry(i, sk) })
 		}
 		m.set = s.id
 	} else {
@@ -198,7 +200,7 @@ func (s *Set) Summary(opts PromptOptions) md.Node {
 	if opts.Unbudgeted {
 		return md.Sec(level(opts, 1), "Skills", md.Group{md.Raw(assistantIntro), catalogue})
 	}
-	body := md.Named("skills", md.Raw(assistantIntro), catalogue).OnDrop(moreNotice(s.listed()))
+	body := md.Named("skills", md.Raw(assistantIntro), catalogue).OnDrop(moreNotice(s))
 	return md.Sec(level(opts, 1), "Skills", body)
 }
 
@@ -208,13 +210,14 @@ func (opts PromptOptions) summaryEntry(i int, sk *Skill) *md.Scope {
 	return opts.entry("summary", sk, prio, 0, func() *md.Scope { return summaryEntry(sk, prio) })
 }
 
-// fillEntries returns the summary's entries, under m's lock: the entry of
-// a skill that is where it was in m's last summary is the node it was.
-func (s *Set) fillEntries(m *EntryMemo, opts PromptOptions) []md.Node {
+// fillEntries returns the entries of a summary or listing (shape tells
+// them apart), under m's lock: the entry of a skill that is where it was in
+// m's last one is the node it was, and entry makes the others.
+func (s *Set) fillEntries(m *EntryMemo, opts PromptOptions, shape int, entry func(i int, sk *Skill) md.Node) []md.Node {
 	n := s.countListed()
 	entries := make([]md.Node, n)
 	last, nodes := 0, m.nodes
-	if m.prio == opts.Priority {
+	if m.prio == opts.Priority && m.shape == shape {
 		last = min(len(m.list), len(nodes))
 	}
 	m.nodes = nil // until this summary is whole
@@ -228,20 +231,20 @@ func (s *Set) fillEntries(m *EntryMemo, opts PromptOptions) []md.Node {
 			return
 		}
 		m.list[i] = sk
-		entries[i] = opts.summaryEntry(i, sk)
+		entries[i] = entry(i, sk)
 	})
-	m.prio, m.nodes = opts.Priority, entries
+	m.prio, m.shape, m.nodes = opts.Priority, shape, entries
 	return entries
 }
 
-// patchEntries returns the summary's entries made from m's last ones, or
-// nil when it cannot. When m's summary is of the Set s was patched from,
-// with the same priorities, and every skill patchSet replaced is listed
-// now as it was then (or neither), each entry is where it was, and only
-// those skills' entries are made again. It updates m in place; the
-// caller holds m's lock.
-func (s *Set) patchEntries(m *EntryMemo, opts PromptOptions) []md.Node {
-	if s.from == 0 || m.set != s.from || m.prio != opts.Priority || len(m.nodes) != len(m.list) || len(m.nodes) == 0 {
+// patchEntries returns the entries of a summary or listing made from m's
+// last ones, or nil when it cannot. When m's entries are of the Set s was
+// patched from, with the same shape and priorities, and every skill
+// patchSet replaced is listed now as it was then (or neither), each entry
+// is where it was, and only those skills' entries are made again, by
+// fresh. It updates m in place; the caller holds m's lock.
+func (s *Set) patchEntries(m *EntryMemo, opts PromptOptions, shape int, fresh func(at int, sk *Skill) md.Node) []md.Node {
+	if s.from == 0 || m.set != s.from || m.prio != opts.Priority || m.shape != shape || len(m.nodes) != len(m.list) || len(m.nodes) == 0 {
 		return nil
 	}
 	for i, k := range s.changed {
@@ -256,7 +259,7 @@ func (s *Set) patchEntries(m *EntryMemo, opts PromptOptions) []md.Node {
 			// A skill patchSet put in is a new one: no node was made for
 			// it before, so none is looked for (opts.Reuse).
 			at := slices.Index(m.list, s.replaced[i])
-			entries[at] = summaryEntry(sk, opts.Priority-at)
+			entries[at] = fresh(at, sk)
 			m.list[at] = sk
 		}
 	}
@@ -322,17 +325,29 @@ func summaryEntry(sk *Skill, prio int) *md.Scope {
 // location (and what it needs, when unavailable). Entries drop from the end
 // under a budget, with a notice, as in [Set.Summary].
 func (s *Set) Listing(opts PromptOptions) md.Node {
-	list := s.listed()
-	if len(list) == 0 {
+	lv := level(opts, 2)
+	entry := func(i int, sk *Skill) md.Node {
+		prio := opts.Priority - i
+		return opts.entry("listing", sk, prio, lv, func() *md.Scope { return listingEntry(sk, prio, lv) })
+	}
+	var entries []md.Node
+	if m := opts.Entries; m != nil {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		shape := 1 + lv // a summary's is 0
+		entries = s.patchEntries(m, opts, shape, func(at int, sk *Skill) md.Node { return listingEntry(sk, opts.Priority-at, lv) })
+		if entries == nil {
+			entries = s.fillEntries(m, opts, shape, entry)
+		}
+		m.set = s.id
+	} else {
+		entries = make([]md.Node, s.countListed())
+		s.eachListed(func(i int, sk *Skill) { entries[i] = entry(i, sk) })
+	}
+	if len(entries) == 0 {
 		return nil
 	}
-	lv := level(opts, 2)
-	entries := make([]md.Node, len(list))
-	for i, sk := range list {
-		prio := opts.Priority - i
-		entries[i] = opts.entry("listing", sk, prio, lv, func() *md.Scope { return listingEntry(sk, prio, lv) })
-	}
-	body := md.Named("skills", md.Raw(analystIntro), md.Group(entries)).OnDrop(moreNotice(list))
+	body := md.Named("skills", md.Raw(analystIntro), md.Group(entries)).OnDrop(moreNotice(s))
 	return md.Sec(lv, "Skills", body)
 }
 
@@ -441,14 +456,14 @@ func entryScope(sk *Skill, prio int, n md.Node) *md.Scope {
 	return md.Named("skill:"+sk.Name, n).Prio(prio).From(sk.Path)
 }
 
-// moreNotice says how many entries the budget dropped and which folders
-// hold them.
+// moreNotice says how many entries of s's summary or listing the budget
+// dropped and which folders hold them.
 // The folders are worked out when a notice is first needed.
-func moreNotice(list []*Skill) func(int) md.Node {
+func moreNotice(s *Set) func(int) md.Node {
 	where := sync.OnceValue(func() string {
 		var dirs []string
 		seen := map[string]bool{}
-		for _, sk := range list {
+		for _, sk := range s.listed() {
 			d := topFolder(sk)
 			if !seen[d] {
 				seen[d] = true
