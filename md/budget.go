@@ -478,6 +478,7 @@ func (sz *sizer) standIn(buf []byte, s *Scope) ([]byte, bool) {
 	if r.lean && len(c.recs) > 1 {
 		r.blocks = append(r.blocks, block{at: at, base: idx, off: len(buf), recs: c.recs})
 		r.recs = append(r.recs, c.recs[0])
+		r.recs[at].inside = 0 // they are in the block
 	} else {
 		r.recs = append(r.recs, c.recs...)
 	}

@@ -50,7 +50,7 @@ func countStood(c Counter, text string, base int, recs []rec, depth int, view bo
 		return count(text)
 	}
 	total, pos := 0, 0
-	for i := range recs {
+	for i := 0; i < len(recs); i++ {
 		rc := &recs[i]
 		if len(stands) > 0 && stands[0].rec == i {
 			// Its stand-in is in text whole: the sizing pass wrote it
@@ -89,6 +89,10 @@ func countStood(c Counter, text string, base int, recs []rec, depth int, view bo
 		}
 		total += count(text[pos:s+first]) + inner
 		pos = s + last
+		// The records inside this one are within what was just counted.
+		if k := i + int(rc.inside); len(stands) == 0 || stands[0].rec > k {
+			i = k
+		}
 	}
 	if pos == 0 {
 		return count(text)

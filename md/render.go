@@ -71,6 +71,10 @@ type rec struct {
 	// emptied is set when the scope rendered nothing because everything
 	// in it was dropped.
 	emptied bool
+	// inside is how many of the records after this one are of scopes
+	// inside it, or 0 when that is not known (see block), so that
+	// counting skips them at once (see countText).
+	inside int32
 }
 
 // plainPass renders n without a plan, as pass does, into a buffer of its
@@ -752,6 +756,7 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 			if r.lean && len(c.recs) > 1 {
 				r.blocks = append(r.blocks, block{at: at, base: idx, off: len(buf), recs: c.recs})
 				r.recs = append(r.recs, c.recs[0])
+				r.recs[at].inside = 0 // they are in the block
 			} else {
 				r.recs = append(r.recs, c.recs...)
 			}
@@ -823,6 +828,7 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		rc := &r.recs[slot]
 		rc.text = r.textOf(buf, start)
 		rc.at = start
+		rc.inside = int32(len(r.recs) - slot - 1)
 		rc.cut = cut
 		rc.emptied = len(buf) == start && r.dropped > droppedBefore
 		if r.count && r.counter != nil {

@@ -315,6 +315,7 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	text := r.textOf(buf, elemStart)
 	whole.text = text
 	whole.at = elemStart
+	whole.inside = int32(len(r.recs) - childRecs)
 	newTags := (*xmlTags)(nil)
 	if add, ok := r.counter.(Additive); ok && r.count && adds {
 		head := buf[elemStart:at]
