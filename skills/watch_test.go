@@ -176,3 +176,27 @@ func TestWatcherCloseClosesChannel(t *testing.T) {
 	}
 	w.Close() // twice is fine
 }
+
+// Under a watched workspace, a flat skills folder made from nothing (its
+// parent agent/ too) is in the next load after its events arrived, not
+// only once the availability check next expires (binsFresh, 2 s): the
+// event on agent/ alone moves the stamp of agent/skills.
+func TestWatchedLoadSeesFolderMadeFromNothing(t *testing.T) {
+	dir := t.TempDir()
+	ws := openWS(t, dir)
+	if err := ws.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	l := New(ws, Options{NoBuiltins: true})
+	if s := l.Load(); len(s.Usable()) != 0 {
+		t.Fatalf("skills before any: %v", names(s))
+	}
+	writeFiles(t, dir, map[string]string{"agent/skills/c.md": skillMD("c", "flat")})
+	deadline := time.Now().Add(binsFresh / 2)
+	for s := l.Load(); !slices.Equal(names(s), []string{"c"}); s = l.Load() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: skills %v; the new folder is not seen", binsFresh/2, names(s))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -12,6 +12,10 @@ type treeStamps struct {
 	seq  uint64
 	all  uint64
 	path map[string]uint64
+	// self holds, for each path, the last change at that path itself: a
+	// folder created, removed, renamed or changed replaces what is under
+	// it, including paths under it that no read has watched yet.
+	self map[string]uint64
 	// log holds the latest changes in order, for ChangedSince; gone is
 	// the newest seq no longer in it.
 	log  []logged
@@ -39,15 +43,17 @@ func (t *treeStamps) bump(rel string) {
 		t.next = (t.next + 1) % logSize
 	}
 	if t.path == nil {
-		t.path = map[string]uint64{}
+		t.path, t.self = map[string]uint64{}, map[string]uint64{}
 	}
-	if len(t.path) > maxStampPaths {
-		// A stream of uniquely named files must not grow the map for
+	if len(t.path) > maxStampPaths || len(t.self) > maxStampPaths {
+		// A stream of uniquely named files must not grow the maps for
 		// ever: start again, with everything marked changed.
 		clear(t.path)
+		clear(t.self)
 		t.all = t.seq
 		return
 	}
+	t.self[rel] = t.seq
 	for {
 		t.path[rel] = t.seq
 		if rel == "" {
@@ -65,7 +71,17 @@ func (t *treeStamps) bump(rel string) {
 // maxStampPaths bounds the paths whose stamps are kept.
 const maxStampPaths = 1 << 16
 
-func (t *treeStamps) at(rel string) uint64 { return max(t.path[rel], t.all) }
+// at is rel's stamp: the last change at rel or under it, or at a folder
+// above it, or to everything.
+func (t *treeStamps) at(rel string) uint64 {
+	n := max(t.path[rel], t.all)
+	for rel != "" {
+		i := strings.LastIndexByte(rel, '/')
+		rel = rel[:max(i, 0)]
+		n = max(n, t.self[rel])
+	}
+	return n
+}
 
 // bumpAll marks everything changed. The caller holds w.mu.
 func (w *Workspace) bumpAll() {
@@ -83,9 +99,10 @@ func (w *Workspace) bumpTree(name string) {
 }
 
 // TreeStamp returns a number that rises whenever the watcher reports a
-// change at rel or anywhere under it (and whenever anything voids the
-// door's caches: a watcher failure, a new size cap, a write through the
-// door), with ok true only while the door can vouch for it: it is watching
+// change at rel or anywhere under it, or at a folder above it (made,
+// removed, renamed: what is under it was replaced), and whenever anything
+// voids the door's caches (a watcher failure, a new size cap, a write
+// through the door), with ok true only while the door can vouch for it: it is watching
 // ([Workspace.Watching]) and no read so far has gone through a symlink,
 // whose target the path of rel would not name. A caller that kept what it
 // built from reads under rel, together with the stamp it read before them,
@@ -137,8 +154,8 @@ func (w *Workspace) ChangedSince(rel string, since uint64) (names []string, ok b
 		if l.seq <= since {
 			continue
 		}
-		if l.rel == rel {
-			return nil, false
+		if l.rel == rel || l.rel == "" || strings.HasPrefix(rel, l.rel+"/") {
+			return nil, false // rel itself, or a folder above it, changed
 		}
 		rest, under := strings.CutPrefix(l.rel, prefix)
 		if !under {

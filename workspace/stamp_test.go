@@ -91,6 +91,39 @@ func TestTreeStamp(t *testing.T) {
 	}
 }
 
+// A folder made where nothing was read before (no watch inside it yet)
+// moves the stamps of every path under it, and ChangedSince under it says
+// it cannot tell: agent/skills/ made in one go is seen through the event
+// on agent alone.
+func TestTreeStampFolderAbove(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "SOUL.md"), "soul\n")
+	ws, err := workspace.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if _, err := ws.ReadDir("agent/skills"); err == nil {
+		t.Fatal("agent/skills is there before it was made")
+	}
+	deep, ok := ws.TreeStamp("agent/skills")
+	if !ok {
+		t.Fatal("not vouched for while watching")
+	}
+	other, _ := ws.TreeStamp("skills")
+	write(t, filepath.Join(root, "agent", "skills", "x.md"), "x\n")
+	waitStamp(t, ws, "agent/skills", deep)
+	if names, ok := ws.ChangedSince("agent/skills", deep); ok {
+		t.Errorf("ChangedSince(agent/skills) = %v, true after agent/ was made; want false", names)
+	}
+	if s, _ := ws.TreeStamp("skills"); s != other {
+		t.Error("making agent/ moved the stamp of skills/")
+	}
+}
+
 // A workspace made from an fs.FS never changes, so its stamps always hold.
 func TestTreeStampFS(t *testing.T) {
 	ws := workspace.OpenFS(os.DirFS(t.TempDir()))
