@@ -852,15 +852,42 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	// adds estimates what keeping d adds: its own count and its share of
 	// what its parent adds around each child.
 	adds := func(d int) int { return ownCost(d) + int(math.Round(share(d))) }
+	// A round that only rejected a scope left the drops as they were, and
+	// with them what keeping each scope frees (freed, most), and the room:
+	// the next round works them out again only when a round kept some.
+	// pool holds the positions in p.order that a round's cost test can let
+	// through at a room up to poolRoom and a most up to poolMost; the rest
+	// are leaves too large by far (most of 20,000 memories, with a few
+	// tokens left), which a round then does not look at.
+	var (
+		most               int
+		stale              = true
+		pool               []int
+		poolRoom, poolMost = -1, -1
+	)
 	for round := 0; round < 64; round++ {
 		room := budget - cur.tokens
-		freed = p.newFreed(rd.counter) // the drops are cur's
-		// Most scopes are too large by far: their cost less the most any
-		// scope could free is over the room already.
-		most := freed.most()
+		if stale {
+			freed = p.newFreed(rd.counter) // the drops are cur's
+			// Most scopes are too large by far: their cost less the most
+			// any scope could free is over the room already.
+			most = freed.most()
+			stale = false
+		}
+		if room > poolRoom || most > poolMost {
+			if pool == nil {
+				pool = make([]int, 0, k)
+			}
+			pool, poolRoom, poolMost = pool[:0], room, most
+			for j := k - 1; j >= 0; j-- {
+				if d := p.order[j]; cost[d]-most-fillSlack <= room || p.scopes[d].size != 0 {
+					pool = append(pool, j)
+				}
+			}
+		}
 		var batch []int
 		est := 0
-		for j := k - 1; j >= 0; j-- {
+		for _, j := range pool {
 			d := p.order[j]
 			if !p.drop[d] || rejected[d] || est+cost[d]-most-fillSlack > room && p.scopes[d].size == 0 || covered(d) {
 				continue
@@ -891,7 +918,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 			return attempt{}, err
 		}
 		if a.tokens <= budget {
-			cur = a
+			cur, stale = a, true
 			continue
 		}
 		lo, hi := 0, len(batch) // the first lo fit; the first hi do not
@@ -954,6 +981,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		d := batch[lo]
 		p.need[d] = tried[lo+1].tokens
 		rejected[d] = true
+		stale = lo > 0 // the first lo are kept
 		cur, err = try(lo)
 		if err != nil {
 			return attempt{}, err
