@@ -513,7 +513,12 @@ func expand(recs []rec, blocks []block) []rec {
 		n += len(b.recs) - 1
 	}
 	out := make([]rec, 0, n)
+	// pos[i] is where recs[i] lands in out, and pos[len(recs)] is len(out):
+	// a record's count of the records inside it is made again from them,
+	// as the blocks inside it bring theirs.
+	pos := make([]int32, len(recs)+1)
 	for i, rc := range recs {
+		pos[i] = int32(len(out))
 		out = append(out, rc)
 		if len(blocks) > 0 && blocks[0].at == i {
 			b := blocks[0]
@@ -521,8 +526,20 @@ func expand(recs []rec, blocks []block) []rec {
 			for _, inner := range b.recs[1:] {
 				inner.at += b.off
 				inner.idx += int32(b.base)
+				// A section around the block that went took the block's
+				// scope with it (see Section.render), and so everything
+				// inside it that rendered text.
+				inner.gone = inner.gone || rc.gone && inner.text != ""
 				out = append(out, inner)
 			}
+		}
+	}
+	pos[len(recs)] = int32(len(out))
+	for i, rc := range recs {
+		if rc.inside > 0 {
+			out[pos[i]].inside = pos[i+1+int(rc.inside)] - pos[i] - 1
+		} else if pos[i+1]-pos[i] > 1 { // a block's own record
+			out[pos[i]].inside = pos[i+1] - pos[i] - 1
 		}
 	}
 	return out
@@ -543,6 +560,7 @@ func (rd *Renderer) total(text string, recs []rec) int {
 // the search puts back in the pool when it ends: a pass whose text is not
 // the answer is never copied out.
 type attempt struct {
+	buf    *[]byte // text's buffer, held by the search
 	text   string
 	recs   []rec
 	blocks []block // a lean pass's (see passBuf)
@@ -581,7 +599,19 @@ func (sr *search) render() (attempt, error) {
 	// made from those directly inside it, so a lean pass's blocks are not
 	// needed for it.
 	tokens := countStood(sr.rd.counter, text, 0, recs, 0, true, stands)
-	return attempt{text: text, recs: recs, blocks: blocks, tokens: tokens, sized: len(stands) > 0}, nil
+	return attempt{buf: buf, text: text, recs: recs, blocks: blocks, tokens: tokens, sized: len(stands) > 0}, nil
+}
+
+// discard puts a's buffer back in the pool before the search ends: a
+// pass wanted only for its count leaves its buffer to the next pass, which
+// then writes into pages already faulted in rather than a fresh buffer's
+// (a fill that rejects scope after scope renders dozens of passes). Its
+// text must not be used again.
+func (sr *search) discard(a attempt) {
+	if i := slices.Index(sr.held, a.buf); i >= 0 && a.buf != nil {
+		sr.held = slices.Delete(sr.held, i, i+1)
+		putBuf(a.buf)
+	}
 }
 
 // result is the answer: a's text, copied out of its buffer, and its report.
@@ -626,7 +656,7 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	// rendered again).
 	sr.lean, sr.sizing = true, true
 	full, err := try(0)
-	sr.lean, sr.sizing = false, false
+	sr.sizing = false
 	if err != nil {
 		return Result{}, err
 	}
@@ -918,6 +948,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 			return attempt{}, err
 		}
 		if a.tokens <= budget {
+			sr.discard(cur)
 			cur, stale = a, true
 			continue
 		}
@@ -985,6 +1016,12 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		cur, err = try(lo)
 		if err != nil {
 			return attempt{}, err
+		}
+		// Only cur's text is wanted from here on.
+		for _, a := range tried {
+			if a.buf != cur.buf {
+				sr.discard(a)
+			}
 		}
 	}
 	return cur, nil

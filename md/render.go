@@ -3,6 +3,7 @@ package md
 import (
 	"bytes"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -845,9 +846,10 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		// keeps all of them.)
 		r.cache.put(ck, drops, &cached{text: r.recs[slot].text, src: r.recs[slot:len(r.recs):len(r.recs)], base: start, kept: r.kept - keptBefore, dropped: r.dropped - droppedBefore})
 	} else if useCache && slot >= 0 && r.err == nil {
-		v := newCached(len(r.recs) - slot)
+		src := r.recsFrom(slot)
+		v := newCached(len(src))
 		recs := v.recs
-		copy(recs, r.recs[slot:])
+		copy(recs, src)
 		for j := range recs {
 			recs[j].at -= start
 			if r.plan == nil {
@@ -860,6 +862,26 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		r.cache.put(ck, drops, v)
 	}
 	return buf
+}
+
+// recsFrom returns the records from index slot on as a full pass makes
+// them: a lean pass keeps only the own record of each block it found (see
+// passBuf), and the cache must have every record of a scope.
+func (r *renderer) recsFrom(slot int) []rec {
+	i := len(r.blocks)
+	for i > 0 && r.blocks[i-1].at >= slot {
+		i--
+	}
+	if i == len(r.blocks) {
+		return r.recs[slot:]
+	}
+	blocks := slices.Clone(r.blocks[i:])
+	for j := range blocks {
+		blocks[j].at -= slot
+	}
+	out := expand(r.recs[slot:], blocks)
+	out[0].inside = int32(len(out) - 1)
+	return out
 }
 
 // newCached returns a cached value with n records, in one allocation with
