@@ -68,8 +68,11 @@ type lines struct {
 	// Without make, the lines are made from a render's results (see
 	// Renderer.report).
 	rd     *Renderer
-	text   string
+	text string
+	// recs and blocks are a pass's (see expand): the records a lean pass
+	// left in the cache are put back only when the lines are made.
 	recs   []rec
+	blocks []block
 	p      *plan
 	cost   []int
 	tokens int
@@ -90,10 +93,10 @@ func (r Report) Sections() []Entry {
 		if l.make != nil {
 			l.entries = l.make()
 		} else {
-			l.entries = l.rd.lines(l.text, l.recs, l.p, l.cost, l.tokens)
+			l.entries = l.rd.lines(l.text, expand(l.recs, l.blocks), l.p, l.cost, l.tokens)
 		}
 		// What the lines were made of is no longer kept.
-		l.make, l.rd, l.text, l.recs, l.p, l.cost = nil, nil, "", nil, nil, nil
+		l.make, l.rd, l.text, l.recs, l.blocks, l.p, l.cost = nil, nil, "", nil, nil, nil, nil
 	})
 	return r.lines.entries
 }
@@ -288,7 +291,7 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 		if rd.cache != nil {
 			rd.cache.recsHint.Store(int64(len(recs)))
 		}
-		return Result{Text: text, Report: rd.report(text, recs, nil, nil, -1)}, nil
+		return Result{Text: text, Report: rd.report(text, recs, nil, nil, nil, -1)}, nil
 	}
 	if rd.counter == nil {
 		return Result{}, errors.New("md: a budget needs a token counter")
@@ -617,7 +620,7 @@ func (sr *search) discard(a attempt) {
 // result is the answer: a's text, copied out of its buffer, and its report.
 func (sr *search) result(a attempt) Result {
 	text := strings.Clone(a.text)
-	return Result{Text: text, Report: sr.rd.report(text, expand(a.recs, a.blocks), sr.p, sr.cost(), a.tokens)}
+	return Result{Text: text, Report: sr.rd.report(text, a.recs, a.blocks, sr.p, sr.cost(), a.tokens)}
 }
 
 // release puts the passes' buffers back in the pool.
@@ -1038,7 +1041,7 @@ var noSources = []string{}
 // (-1 to count it here). Its lines are made when first asked for, from
 // what the render left: the text, its records, the plan and the costs,
 // none of which changes after the render.
-func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int, tokens int) Report {
+func (rd *Renderer) report(text string, recs []rec, blocks []block, p *plan, cost []int, tokens int) Report {
 	var rep Report
 	if rd.hasBudget {
 		b := rd.budget
@@ -1048,10 +1051,10 @@ func (rd *Renderer) report(text string, recs []rec, p *plan, cost []int, tokens 
 	case !rd.counts():
 		tokens = 0
 	case tokens < 0:
-		tokens = rd.total(text, recs)
+		tokens = rd.total(text, expand(recs, blocks))
 	}
 	rep.Tokens = tokens
-	rep.lines = &lines{rd: rd, text: text, recs: recs, p: p, cost: cost, tokens: tokens}
+	rep.lines = &lines{rd: rd, text: text, recs: recs, blocks: blocks, p: p, cost: cost, tokens: tokens}
 	return rep
 }
 
@@ -1341,6 +1344,13 @@ func newPlan(n Node, c *Cache) *plan {
 		}
 		p.insteads = p.insteads || si.instead
 	}
+	// A tree rendered again mostly has the priorities it had.
+	if c != nil {
+		if order := c.sortedOrder(p.scopes); order != nil {
+			p.order = order
+			return p
+		}
+	}
 	// Listed from the last scope to the first, so that the usual tree, whose
 	// entries rank lower the later they come, is close to sorted already.
 	p.order = make([]int, 0, p.prioBefore[len(p.scopes)])
@@ -1357,6 +1367,9 @@ func newPlan(n Node, c *Cache) *plan {
 		}
 		return cmp.Compare(b, a)
 	})
+	if c != nil {
+		c.keepOrder(p.scopes, p.order)
+	}
 	return p
 }
 

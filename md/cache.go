@@ -2,6 +2,7 @@ package md
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,46 @@ type Cache struct {
 	textHint atomic.Int64
 	// scopesHint is how many scopes the last budget's walk found.
 	scopesHint atomic.Int64
+	// order is the last budget's plan order, and prios the priority of
+	// each of its scopes (noPriority for those without one), which decide
+	// it: a tree whose scopes have the same priorities has the same order
+	// (see newPlan).
+	order []int
+	prios []int
+}
+
+// noPriority stands for a scope without a priority in Cache.prios.
+const noPriority = math.MinInt
+
+// sortedOrder returns the last order kept, if its scopes had the
+// priorities scopes have. The slice is shared and must not be changed.
+func (c *Cache) sortedOrder(scopes []scopeInfo) []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.prios) != len(scopes) {
+		return nil
+	}
+	for i := range scopes {
+		si := &scopes[i]
+		if want := c.prios[i]; si.prioritized && si.priority != want || !si.prioritized && want != noPriority {
+			return nil
+		}
+	}
+	return c.order
+}
+
+// keepOrder keeps order, sorted from scopes' priorities.
+func (c *Cache) keepOrder(scopes []scopeInfo, order []int) {
+	prios := make([]int, len(scopes))
+	for i := range scopes {
+		prios[i] = noPriority
+		if scopes[i].prioritized {
+			prios[i] = scopes[i].priority
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.order, c.prios = order, prios
 }
 
 type slot struct {
