@@ -67,7 +67,7 @@ type lines struct {
 	make func() []Entry
 	// Without make, the lines are made from a render's results (see
 	// Renderer.report).
-	rd     *Renderer
+	rd   *Renderer
 	text string
 	// recs and blocks are a pass's (see expand): the records a lean pass
 	// left in the cache are put back only when the lines are made.
