@@ -316,12 +316,12 @@ func (rd *Renderer) passBuf(n Node, p *plan, lean bool) (*[]byte, []rec, []block
 	return buf, recs, blocks, err
 }
 
-// passSized is passBuf, but a sizing pass (one with a plan that drops
-// nothing, and a cache) writes the large scopes it finds whole in the
-// cache at the top of the tree as stand-ins, which it returns (see
+// passSized is passBuf, but a sizing pass (one with a plan that cuts
+// nothing short, and a cache) writes the large scopes it finds whole in
+// the cache at the top of the tree as stand-ins, which it returns (see
 // standIn): its text is then only good for counting (see countStood).
 func (rd *Renderer) passSized(n Node, p *plan, lean, sizing bool) (*[]byte, []rec, []block, []stand, error) {
-	sizing = sizing && p != nil && p.cut == 0 && p.trunc == nil && rd.cache != nil
+	sizing = sizing && p != nil && p.trunc == nil && rd.cache != nil
 	r := renderer{plan: p, counter: rd.counter, record: true, cache: rd.cache, count: rd.counts(), lean: lean && p != nil}
 	// Room for every record the pass can make, so that appending a large
 	// cached scope's records does not grow the slice again and again: with
@@ -460,12 +460,13 @@ func (sz *sizer) standIn(buf []byte, s *Scope) ([]byte, bool) {
 		return buf, false
 	}
 	idx := p.indexOf(s, r.next)
-	if idx < 0 || p.isDropped(idx) || !p.uncut(idx) || p.dropsIn(idx) != nil {
+	if idx < 0 || p.isDropped(idx) || !p.uncut(idx) {
 		return buf, false
 	}
 	ck := cacheKey{s: s, sep: r.sep, inXML: r.inXML, depth: r.depth, lineStart: len(buf) == 0 || buf[len(buf)-1] == '\n'}
-	c := r.cache.get(ck, nil)
-	if c == nil || len(c.recs) != p.scopes[idx].size+1 || c.recs[0].tokens < 0 || len(c.text) < standMin {
+	drops := p.dropsIn(idx)
+	c := r.cache.get(ck, drops)
+	if c == nil || drops == nil && len(c.recs) != p.scopes[idx].size+1 || c.recs[0].tokens < 0 || len(c.text) < standMin {
 		return buf, false
 	}
 	t := c.text
@@ -653,10 +654,10 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 		tries[k] = a
 		return a, nil
 	}
-	// The first pass drops nothing: it is lean, as its records are wanted
-	// for their counts, and in full only if it is the answer; and it
-	// sizes, as its text is wanted only if it is the answer (it is then
-	// rendered again).
+	// Every pass is lean, as its records are wanted for their counts, and
+	// in full only if it is the answer. The first, which drops nothing,
+	// also sizes, as its text is wanted only if it is the answer (it is
+	// then rendered again); so do a long fill's (see fill).
 	sr.lean, sr.sizing = true, true
 	full, err := try(0)
 	sr.sizing = false
@@ -686,6 +687,7 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	finish := func(k int, a attempt) (Result, error) {
 		if a.sized {
 			delete(tries, k)
+			sr.sizing = false
 			var err error
 			if a, err = try(k); err != nil {
 				return Result{}, err
@@ -847,8 +849,17 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if cur.sized { // the plan's drops are cur's
+		sr.sizing = false
+		if cur, err = sr.render(); err != nil {
+			return Result{}, err
+		}
+	}
 	return sr.result(cur), nil
 }
+
+// sizeAfter is the number of fill rounds after which its passes size.
+const sizeAfter = 4
 
 // fillSlack is how many tokens joining a scope back into the text may save
 // against its own count; a scope costing more than the room left plus this
@@ -888,17 +899,26 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	// A round that only rejected a scope left the drops as they were, and
 	// with them what keeping each scope frees (freed, most), and the room:
 	// the next round works them out again only when a round kept some.
-	// pool holds the positions in p.order that a round's cost test can let
-	// through at a room up to poolRoom and a most up to poolMost; the rest
-	// are leaves too large by far (most of 20,000 memories, with a few
-	// tokens left), which a round then does not look at.
+	// pool holds the scopes that a round's cost test can let through at a
+	// room up to poolRoom and a most up to poolMost, highest priority
+	// first, each with the least its cost test can give then (so at any
+	// most up to poolMost); the rest are leaves too large by far (most of
+	// 20,000 memories, with a few tokens left), which a round then does
+	// not look at, and a round skips those of the pool too large for what
+	// is left of the room without looking up anything of theirs.
+	type candidate struct{ d, low int32 }
 	var (
 		most               int
 		stale              = true
-		pool               []int
+		pool               []candidate
 		poolRoom, poolMost = -1, -1
 	)
 	for round := 0; round < 64; round++ {
+		// A fill that goes on past a few rounds is rejecting scopes one by
+		// one with little room left, each with a pass that is wanted only
+		// for its count: from here its passes size (see passSized), and
+		// the answer is rendered again at the end.
+		sr.sizing = round >= sizeAfter
 		room := budget - cur.tokens
 		if stale {
 			freed = p.newFreed(rd.counter) // the drops are cur's
@@ -909,19 +929,27 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		}
 		if room > poolRoom || most > poolMost {
 			if pool == nil {
-				pool = make([]int, 0, k)
+				pool = make([]candidate, 0, k)
 			}
 			pool, poolRoom, poolMost = pool[:0], room, most
 			for j := k - 1; j >= 0; j-- {
-				if d := p.order[j]; cost[d]-most-fillSlack <= room || p.scopes[d].size != 0 {
-					pool = append(pool, j)
+				d := p.order[j]
+				low := math.MinInt32
+				if p.scopes[d].size == 0 {
+					low = max(cost[d]-most-fillSlack, low)
+				}
+				if low <= room {
+					pool = append(pool, candidate{int32(d), int32(low)})
 				}
 			}
 		}
 		var batch []int
 		est := 0
-		for _, j := range pool {
-			d := p.order[j]
+		for _, c := range pool {
+			if est+int(c.low) > room {
+				continue
+			}
+			d := int(c.d)
 			if !p.drop[d] || rejected[d] || est+cost[d]-most-fillSlack > room && p.scopes[d].size == 0 || covered(d) {
 				continue
 			}
