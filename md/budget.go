@@ -858,6 +858,11 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	return sr.result(cur), nil
 }
 
+// fillRounds bounds the rounds of a fill, each a pass or a few: a round
+// that keeps nothing rejects one scope, and a prompt with thousands of
+// small dropped scopes and a few tokens left could take thousands.
+const fillRounds = 64
+
 // sizeAfter is the number of fill rounds after which its passes size.
 const sizeAfter = 4
 
@@ -913,7 +918,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		pool               []candidate
 		poolRoom, poolMost = -1, -1
 	)
-	for round := 0; round < 64; round++ {
+	for round := 0; round < fillRounds; round++ {
 		// A fill that goes on past a few rounds is rejecting scopes one by
 		// one with little room left, each with a pass that is wanted only
 		// for its count: from here its passes size (see passSized), and
@@ -1053,6 +1058,22 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 			if a.buf != cur.buf {
 				sr.discard(a)
 			}
+		}
+	}
+	// Out of rounds: the scopes still worth a try are named in the report
+	// (a workspace this large, with this little room, is rare; see
+	// fillRounds).
+	room := budget - cur.tokens
+	for j := k - 1; j >= 0; j-- {
+		d := p.order[j]
+		if !p.drop[d] || rejected[d] || cost[d]-most-fillSlack > room && p.scopes[d].size == 0 {
+			continue
+		}
+		if !covered(d) && bound(d) <= room {
+			if p.untried == nil {
+				p.untried = make([]bool, len(p.scopes))
+			}
+			p.untried[d] = true
 		}
 	}
 	return cur, nil
@@ -1218,7 +1239,11 @@ func (rd *Renderer) lines(text string, recs []rec, p *plan, cost []int, tokensNo
 				reason = strconv.AppendInt(reason, int64(cost[idx]), 10)
 				reason = append(reason, " tokens, "...)
 				reason = strconv.AppendInt(reason, int64(max(rd.budget-tokensNow, 0)), 10)
-				reason = append(reason, " are left)"...)
+				reason = append(reason, " are left"...)
+				if p.untried != nil && p.untried[idx] {
+					reason = append(reason, "; it might fit, but the search stopped before trying it"...)
+				}
+				reason = append(reason, ')')
 			} else if p.cutAt < 0 && p.addBack >= 0 && last == idx {
 				reason = append(reason, "; keeping it would make the prompt "...)
 				reason = strconv.AppendInt(reason, int64(p.addBack), 10)
@@ -1277,6 +1302,10 @@ type plan struct {
 	// need maps a dropped scope to the size the prompt would have with it
 	// kept, for those the search rendered; nil when there was no fill.
 	need map[int]int
+	// untried marks the dropped scopes that a fill that ran out of rounds
+	// did not try, though by their counts they might have fit; nil when
+	// none is left so (see fill).
+	untried []bool
 	// prioBefore[i] counts the prioritised scopes before scope i.
 	prioBefore []int
 	cache      *Cache // where walks of large scopes are kept; may be nil
