@@ -139,11 +139,18 @@ func mustRender(b *testing.B, bl *prompt.Builder, opts prompt.Options) *prompt.R
 // builder keeps its last results by options: two chats taken in turn would
 // each reuse one): what is measured is the budget search, the counting and
 // the memory selection.
-func BenchmarkRenderBudgeted(b *testing.B) {
+func BenchmarkRenderBudgeted(b *testing.B) { benchmarkRenderBudgeted(b, false) }
+
+// BenchmarkRenderBudgetedWatched is BenchmarkRenderBudgeted with a watch on
+// the workspace, which leaves out the stat calls every render without one
+// makes (most of an unbudgeted one's time): the budget's own cost shows.
+func BenchmarkRenderBudgetedWatched(b *testing.B) { benchmarkRenderBudgeted(b, true) }
+
+func benchmarkRenderBudgeted(b *testing.B, watch bool) {
 	for _, size := range []string{"large", "x10"} {
 		for _, budget := range []int{0, 8000, 32000} {
 			b.Run(fmt.Sprintf("%s/budget=%d", size, budget), func(b *testing.B) {
-				bl, _ := warmBuilder(b, engineWorkspace(b, size), false)
+				bl, _ := warmBuilder(b, engineWorkspace(b, size), watch)
 				opts := prompt.Options{Preset: prompt.Assistant, GOOS: "linux", GOARCH: "amd64", Budget: budget, MemoryBudget: 1 << 30}
 				mustRender(b, bl, opts)
 				b.ReportAllocs()

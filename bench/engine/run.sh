@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh [COUNT] — the render engine's figures beside their floors, in one run:
 #   - budgeted warm renders at 8k and 32k tokens vs the unbudgeted warm render
-#     (large workspace: 2,000 memories; x10: 2,000 skills, 20,000 memories);
+#     (large workspace: 2,000 memories; x10: 2,000 skills, 20,000 memories),
+#     without a watch (each render stats every file) and with one;
 #   - a re-render after one skill or bootstrap file changed (watched, and
 #     stat-validated) vs a full render in the same run, and vs nao's 2.2 ms
 #     (its React production build re-rendering its whole prompt, from
@@ -24,7 +25,7 @@ median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} m=(NR%2
 go test -run '^$' -bench 'BenchmarkRenderFull' -benchtime 1x ./prompt >/dev/null
 x10=${TMPDIR:-/tmp}/loom-engine-x10
 
-go test -run '^$' -bench 'BenchmarkRenderBudgeted|BenchmarkRerenderAfterEdit|BenchmarkRenderFull|BenchmarkStatFloor' \
+go test -run '^$' -bench 'BenchmarkRenderBudgeted|BenchmarkRenderBudgetedWatched|BenchmarkRerenderAfterEdit|BenchmarkRenderFull|BenchmarkStatFloor' \
   -benchmem -count "$count" ./prompt | tee -a "$out" >/dev/null
 # The benchmarks skip (and every figure would read nan) when the shared
 # workspace generator is not beside this checkout: say so and stop.
@@ -67,6 +68,13 @@ for size in large x10; do
   for b in 8000 32000; do
     v=$(ns "BenchmarkRenderBudgeted/$size/budget=$b"); c=$(cpu "BenchmarkRenderBudgeted/$size/budget=$b")
     row "warm render, $size, budget $b" "$v" "$c" "$(ratio "$v" "$base"); $(ratio "$c" "$basec") of no budget"
+  done
+  # The same with a watch: no stat calls, so the budget's own cost shows.
+  wbase=$(ns "BenchmarkRenderBudgetedWatched/$size/budget=0"); wbasec=$(cpu "BenchmarkRenderBudgetedWatched/$size/budget=0")
+  row "warm watched render, $size, no budget" "$wbase" "$wbasec" "1.00x"
+  for b in 8000 32000; do
+    v=$(ns "BenchmarkRenderBudgetedWatched/$size/budget=$b"); c=$(cpu "BenchmarkRenderBudgetedWatched/$size/budget=$b")
+    row "warm watched render, $size, budget $b" "$v" "$c" "$(ratio "$v" "$wbase"); $(ratio "$c" "$wbasec") of no budget"
   done
   full=$(ns "BenchmarkRenderFull/$size"); fullc=$(cpu "BenchmarkRenderFull/$size")
   row "full render (new builder), $size" "$full" "$fullc" "$(ratio "$full" "$nao") of nao's 2.2 ms"
