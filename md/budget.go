@@ -312,7 +312,7 @@ func (rd *Renderer) pass(n Node, p *plan) (string, []rec, error) {
 // back. A lean pass leaves the records of scopes found whole in the cache
 // there, but the scope's own: it returns them as blocks (see expand).
 func (rd *Renderer) passBuf(n Node, p *plan, lean bool) (*[]byte, []rec, []block, error) {
-	buf, recs, blocks, _, err := rd.passSized(n, p, lean, false)
+	buf, recs, blocks, _, err := rd.passSized(n, p, lean, false, nil)
 	return buf, recs, blocks, err
 }
 
@@ -320,9 +320,9 @@ func (rd *Renderer) passBuf(n Node, p *plan, lean bool) (*[]byte, []rec, []block
 // nothing short, and a cache) writes the large scopes it finds whole in
 // the cache at the top of the tree as stand-ins, which it returns (see
 // standIn): its text is then only good for counting (see countStood).
-func (rd *Renderer) passSized(n Node, p *plan, lean, sizing bool) (*[]byte, []rec, []block, []stand, error) {
-	sizing = sizing && p != nil && p.trunc == nil && rd.cache != nil
-	r := renderer{plan: p, counter: rd.counter, record: true, cache: rd.cache, count: rd.counts(), lean: lean && p != nil}
+func (rd *Renderer) passSized(n Node, p *plan, lean, sizing bool, track *listTrack) (*[]byte, []rec, []block, []stand, error) {
+	sizing = sizing && p != nil && p.trunc == nil && rd.cache != nil && track == nil
+	r := renderer{plan: p, counter: rd.counter, record: true, cache: rd.cache, count: rd.counts(), lean: lean && p != nil, track: track}
 	// Room for every record the pass can make, so that appending a large
 	// cached scope's records does not grow the slice again and again: with
 	// a plan, at most one per scope not dropped (each scope dropped
@@ -586,13 +586,18 @@ type search struct {
 	sizing bool
 	// costs holds each scope's count when nothing is dropped.
 	costs []int
+	// track makes the next pass a tracking pass (see listTrack).
+	track *listTrack
+	// first is the first pass, which drops nothing: its records hold
+	// every scope's text.
+	first attempt
 }
 
 func (sr *search) cost() []int { return sr.costs }
 
 // render renders the plan's current drops and counts the text.
 func (sr *search) render() (attempt, error) {
-	buf, recs, blocks, stands, err := sr.rd.passSized(sr.n, sr.p, sr.lean, sr.sizing)
+	buf, recs, blocks, stands, err := sr.rd.passSized(sr.n, sr.p, sr.lean, sr.sizing, sr.track)
 	sr.held = append(sr.held, buf)
 	if err != nil {
 		return attempt{}, err
@@ -664,6 +669,7 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	sr.first = full
 	// Each scope's cost when nothing is dropped: the estimate's input and the
 	// report's figure for scopes that end up dropped.
 	cost := make([]int, len(p.scopes))
@@ -863,8 +869,11 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 // small dropped scopes and a few tokens left could take thousands.
 const fillRounds = 64
 
-// sizeAfter is the number of fill rounds after which its passes size.
-const sizeAfter = 4
+// sizeAfter is the number of fill rounds after which its passes size,
+// and probeAfter the number after which it probes (see prober): a
+// tracking pass costs a few passes, and saves one per list item it rules
+// out.
+var sizeAfter, probeAfter = 4, 16
 
 // fillSlack is how many tokens joining a scope back into the text may save
 // against its own count; a scope costing more than the room left plus this
@@ -917,7 +926,13 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		stale              = true
 		pool               []candidate
 		poolRoom, poolMost = -1, -1
+		// probes tells what keeping an item of a list adds, for the drops
+		// as they are (see Renderer.probes); probed is whether it was
+		// worked out for them.
+		probes *prober
+		probed bool
 	)
+	defer func() { probes.release() }()
 	for round := 0; round < fillRounds; round++ {
 		// A fill that goes on past a few rounds is rejecting scopes one by
 		// one with little room left, each with a pass that is wanted only
@@ -931,6 +946,13 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 			// any scope could free is over the room already.
 			most = freed.most()
 			stale = false
+			probes.release()
+			probes, probed = nil, false
+		}
+		// A long fill rules out, from one more pass, every list item that
+		// does not fit by what keeping it adds exactly.
+		if round >= probeAfter && !probed {
+			probes, probed = sr.newProber(cur, covered), true
 		}
 		if room > poolRoom || most > poolMost {
 			if pool == nil {
@@ -951,14 +973,43 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		var batch []int
 		est := 0
 		for _, c := range pool {
-			if est+int(c.low) > room {
+			// With probes, each scope they rule out goes at once, not
+			// only those before the batch's first.
+			e := est
+			if probes != nil {
+				e = 0
+			}
+			if e+int(c.low) > room {
 				continue
 			}
 			d := int(c.d)
-			if !p.drop[d] || rejected[d] || est+cost[d]-most-fillSlack > room && p.scopes[d].size == 0 || covered(d) {
+			if !p.drop[d] || rejected[d] || e+cost[d]-most-fillSlack > room && p.scopes[d].size == 0 || covered(d) {
 				continue
 			}
-			if est+bound(d) > room {
+			if e+bound(d) > room {
+				continue
+			}
+			if pr, ok := probes.size(d); ok {
+				size := pr.tokens
+				if !pr.exact {
+					size -= freed.of(d)
+				}
+				if size > budget {
+					if debugProbed != nil {
+						debugProbed(d, size, pr.exact)
+					}
+					rejected[d] = true
+					p.need[d] = size
+					if !pr.exact {
+						if p.atLeast == nil {
+							p.atLeast = map[int]bool{}
+						}
+						p.atLeast[d] = true
+					}
+					continue
+				}
+			}
+			if est+int(c.low) > room || est+bound(d) > room {
 				continue
 			}
 			batch = append(batch, d)
@@ -1078,6 +1129,10 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	}
 	return cur, nil
 }
+
+// debugProbed, when set by a test, is told of every scope a probe ruled
+// out, with the size it gave.
+var debugProbed func(idx, size int, exact bool)
 
 // debugTries, when set by a test, is told of every cut the search renders.
 var debugTries func(k int)
@@ -1232,6 +1287,9 @@ func (rd *Renderer) lines(text string, recs []rec, p *plan, cost []int, tokensNo
 			reason = strconv.AppendInt(reason, int64(si.priority), 10)
 			if need, ok := p.need[idx]; ok {
 				reason = append(reason, "; keeping it would make the prompt "...)
+				if p.atLeast[idx] {
+					reason = append(reason, "at least "...)
+				}
 				reason = strconv.AppendInt(reason, int64(need), 10)
 				reason = append(reason, " tokens)"...)
 			} else if p.need != nil {
@@ -1302,6 +1360,9 @@ type plan struct {
 	// need maps a dropped scope to the size the prompt would have with it
 	// kept, for those the search rendered; nil when there was no fill.
 	need map[int]int
+	// atLeast marks the scopes in need whose size is a floor: worked out
+	// by a probe, not a pass (see probes).
+	atLeast map[int]bool
 	// untried marks the dropped scopes that a fill that ran out of rounds
 	// did not try, though by their counts they might have fit; nil when
 	// none is left so (see fill).

@@ -123,14 +123,14 @@ func (s *slot) find(k cacheKey, drops []bool, sum uint64) *entry {
 // dropsSeed seeds dropsSum. Sums only tell entries apart faster (equal
 // sums are compared byte for byte), so a seed per process is no harm to
 // determinism.
-var dropsSeed = maphash.MakeSeed()
+var dropsSeed = sync.OnceValue(maphash.MakeSeed)
 
 // dropsSum hashes a drop pattern; none has sum 0.
 func dropsSum(drops []bool) uint64 {
 	if len(drops) == 0 {
 		return 0
 	}
-	return maphash.Bytes(dropsSeed, boolBytes(drops))
+	return maphash.Bytes(dropsSeed(), boolBytes(drops))
 }
 
 // boolBytes views a []bool as bytes, to compare two quickly.
@@ -168,6 +168,8 @@ type cached struct {
 	base    int
 	kept    int // prioritised scopes rendered, for sections around it
 	dropped int // scopes dropped inside it, for notices around it
+	// track is what a tracking pass saw of the lists inside, or nil.
+	track *trackFragment
 }
 
 func (c *Cache) get(k cacheKey, drops []bool) *cached {

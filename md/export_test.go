@@ -75,3 +75,14 @@ func LeanRecordsDiffer(n Node, c Counter, cache *Cache, dropA, dropB func(name s
 	}
 	return ""
 }
+
+// SetSizeAfter sets the fill round from which passes size and probes run,
+// returning a function that restores them.
+func SetSizeAfter(n int) (restore func()) {
+	oldSize, oldProbe := sizeAfter, probeAfter
+	sizeAfter, probeAfter = n, n
+	return func() { sizeAfter, probeAfter = oldSize, oldProbe }
+}
+
+// SetDebugProbed sets a hook told of every scope a probe ruled out.
+func SetDebugProbed(fn func(idx, size int, exact bool)) { debugProbed = fn }

@@ -290,6 +290,33 @@ func memoryTree(rng *rand.Rand) md.Node {
 // one scope that was dropped to fit, with everything around it kept, makes
 // a prompt over the budget.
 func TestBudgetIsMaximalWithAnExactEncoding(t *testing.T) {
+	testBudgetIsMaximal(t, false)
+}
+
+// The same with a fill's probes from its first round on: each list item
+// they rule out, without a pass, must not fit when rendered, and the size
+// they report for it is over the budget.
+func TestBudgetIsMaximalWithProbes(t *testing.T) {
+	defer md.SetSizeAfter(0)()
+	probed, exact := 0, 0
+	md.SetDebugProbed(func(_, _ int, isExact bool) {
+		probed++
+		if isExact {
+			exact++
+		}
+	})
+	defer md.SetDebugProbed(nil)
+	testBudgetIsMaximal(t, false)
+	// Again over a cache, rendering each tree twice: the second render's
+	// tracking passes take what the first's saw from the cache.
+	testBudgetIsMaximal(t, true)
+	if probed == 0 || exact == 0 {
+		t.Fatalf("probes ruled out %d scopes (%d of them exactly): the test no longer covers them", probed, exact)
+	}
+	t.Logf("probes ruled out %d scopes, %d exactly", probed, exact)
+}
+
+func testBudgetIsMaximal(t *testing.T, cached bool) {
 	c, err := tokens.Uncached(tokens.O200kBase)
 	if err != nil {
 		t.Fatal(err)
@@ -303,9 +330,21 @@ func TestBudgetIsMaximalWithAnExactEncoding(t *testing.T) {
 		tree := memoryTree(rng)
 		full := c.Count(md.String(tree))
 		budget := 1 + rng.IntN(full+3)
-		res, err := md.NewRenderer(md.WithCounter(exact), md.WithBudget(budget)).Render(tree)
+		opts := []md.Option{md.WithCounter(exact), md.WithBudget(budget)}
+		if cached {
+			opts = append(opts, md.WithCache(md.NewCache()))
+		}
+		rd := md.NewRenderer(opts...)
+		res, err := rd.Render(tree)
 		if err != nil {
 			continue // over budget with everything droppable dropped
+		}
+		if cached {
+			again, err := rd.Render(tree)
+			if err != nil || again.Text != res.Text || !sameReport(again.Report, res.Report) {
+				t.Fatalf("seed %d budget %d: rendered again over the cache: %v\n%q\n%q", seed, budget, err, again.Text, res.Text)
+			}
+			res = again
 		}
 		if got := c.Count(res.Text); got > budget || got != res.Report.Tokens {
 			t.Fatalf("seed %d: %d tokens (report %d), budget %d", seed, got, res.Report.Tokens, budget)
@@ -330,8 +369,25 @@ func TestBudgetIsMaximalWithAnExactEncoding(t *testing.T) {
 			if text == res.Text {
 				continue // inside a scope that stays dropped
 			}
-			if got := c.Count(text); got <= budget {
+			got := c.Count(text)
+			if got <= budget {
 				t.Fatalf("seed %d budget %d: keeping %s as well makes %d tokens: not maximal\n%s", seed, budget, name, got, text)
+			}
+			for _, e := range res.Report.Sections() {
+				if e.Name != name || !strings.Contains(e.Reason, "keeping it would make the prompt ") {
+					continue
+				}
+				var size int
+				atLeast := strings.Contains(e.Reason, "prompt at least ")
+				if _, err := fmt.Sscanf(e.Reason[strings.Index(e.Reason, "prompt ")+len("prompt "):], map[bool]string{true: "at least %d", false: "%d"}[atLeast], &size); err != nil {
+					t.Fatalf("seed %d: reason %q: %v", seed, e.Reason, err)
+				}
+				// The size is from when the scope was tried (what was kept
+				// or dropped after that may move it either way), but it
+				// was over the budget.
+				if size <= budget {
+					t.Fatalf("seed %d budget %d: the report says keeping %s makes %d tokens (%q); it makes %d", seed, budget, name, size, e.Reason, got)
+				}
 			}
 		}
 	}

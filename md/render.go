@@ -38,6 +38,9 @@ type renderer struct {
 	views   bool
 	viewMin int
 	fixed   int
+	// track, when set, records the items of the lists the pass renders
+	// (see listTrack).
+	track *listTrack
 }
 
 // textOf is buf[start:] as a record's text: a view of buf when nothing can
@@ -457,6 +460,11 @@ func (l *List) render(r *renderer, buf []byte) []byte {
 	listStart := len(buf)
 	r.fixed++
 	defer func() { r.fixed-- }()
+	var listID int32
+	if r.track != nil {
+		listID = r.track.lists
+		r.track.lists++
+	}
 	number, wrote, markerWidth := 0, false, 2
 	var walk func(items []Node)
 	walk = func(items []Node) {
@@ -468,6 +476,9 @@ func (l *List) render(r *renderer, buf []byte) []byte {
 				walk(n)
 				continue
 			case *List:
+				if r.track != nil {
+					r.track.mixed(listID)
+				}
 				mark := len(buf)
 				if wrote {
 					buf = append(buf, '\n')
@@ -488,6 +499,18 @@ func (l *List) render(r *renderer, buf []byte) []byte {
 				buf = append(buf, '\n')
 			}
 			at := len(buf)
+			// An item that is a scope of the plan, in an unordered list
+			// that nothing around can rewrite, is tracked.
+			tracked := -1
+			if s, ok := it.(*Scope); ok && r.track != nil && r.fixed == 1 && !l.Ordered && r.plan != nil && r.offPlan == 0 {
+				if idx := r.plan.indexOf(s, r.next); idx >= 0 {
+					tracked = len(r.track.items)
+					r.track.items = append(r.track.items, trackedItem{list: listID, idx: int32(idx), start: -1})
+				}
+			}
+			if tracked < 0 && r.track != nil {
+				r.track.mixed(listID)
+			}
 			saved := r.sep
 			r.sep = ""
 			buf = it.render(r, buf)
@@ -504,6 +527,9 @@ func (l *List) render(r *renderer, buf []byte) []byte {
 			markerWidth = len(marker)
 			buf = r.transform(buf, at, marker, strings.Repeat(" ", len(marker)), "")
 			wrote = true
+			if tracked >= 0 {
+				r.track.items[tracked].start, r.track.items[tracked].end = at, len(buf)
+			}
 		}
 	}
 	walk(l.Items)
@@ -752,7 +778,13 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	}
 	if useCache {
 		ck = cacheKey{s: s, sep: r.sep, inXML: r.inXML, depth: r.depth, lineStart: len(buf) == 0 || buf[len(buf)-1] == '\n'}
-		if c := r.cache.get(ck, drops); c != nil && (r.plan == nil || drops != nil || len(c.recs) == r.plan.scopes[idx].size+1) && (!r.count || c.recs[0].tokens >= 0) {
+		// A tracking pass renders every scope with drops in it again, so
+		// that it sees the lists inside, unless an earlier tracking pass
+		// left what it saw there with the scope.
+		if c := r.cache.get(ck, drops); c != nil && (r.plan == nil || drops != nil || len(c.recs) == r.plan.scopes[idx].size+1) && (!r.count || c.recs[0].tokens >= 0) && (r.track == nil || drops == nil || c.track != nil && r.fixed == 0) {
+			if r.track != nil && c.track != nil {
+				r.track.add(c.track, len(buf))
+			}
 			at := len(r.recs)
 			if r.lean && len(c.recs) > 1 {
 				r.blocks = append(r.blocks, block{at: at, base: idx, off: len(buf), recs: c.recs})
@@ -784,6 +816,12 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 			}
 			return buf
 		}
+	}
+	// A tracking pass leaves what it sees inside a scope with drops with
+	// the scope in the cache (see trackFragment).
+	trackFrom, trackLists := -1, int32(0)
+	if r.track != nil && useCache && drops != nil && r.fixed == 0 {
+		trackFrom, trackLists = len(r.track.items), r.track.lists
 	}
 	slot := -1
 	if r.record && r.offPlan == 0 {
@@ -839,7 +877,10 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	if s.Prioritized && len(buf) > start && r.offPlan == 0 {
 		r.kept++
 	}
-	if useCache && slot >= 0 && r.err == nil && r.plan == nil && r.views && r.fixed == 0 && len(r.recs)-slot >= shareMin {
+	if r.track != nil && trackFrom < 0 {
+		// A tracking pass renders scopes found in the cache again, for
+		// their lists: they are there already.
+	} else if useCache && slot >= 0 && r.err == nil && r.plan == nil && r.views && r.fixed == 0 && len(r.recs)-slot >= shareMin {
 		// Nothing takes these records back or writes them again (see
 		// renderer.views): the cache copies them when first asked. (Few
 		// are copied at once: what the cache keeps of a pass's records
@@ -859,6 +900,9 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 			}
 		}
 		v.text, v.kept, v.dropped = r.recs[slot].text, r.kept-keptBefore, r.dropped-droppedBefore
+		if trackFrom >= 0 {
+			v.track = r.track.fragment(trackFrom, trackLists, start)
+		}
 		r.cache.put(ck, drops, v)
 	}
 	return buf

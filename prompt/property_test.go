@@ -182,7 +182,7 @@ func checkReport(t *testing.T, where string, res *prompt.Result, c tokens.Counte
 		e := res.Report.Sections()[d.pos]
 		if i := strings.Index(e.Reason, "make the prompt "); i >= 0 {
 			var n int
-			fmt.Sscanf(e.Reason[i+len("make the prompt "):], "%d", &n)
+			fmt.Sscanf(strings.TrimPrefix(e.Reason[i+len("make the prompt "):], "at least "), "%d", &n)
 			if n <= budget {
 				t.Fatalf("%s: keeping %s makes %d tokens, within the budget", where, e.Name, n)
 			}
