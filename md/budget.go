@@ -892,6 +892,11 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	p := sr.p
 	budget := rd.budget
 	rejected := make([]bool, len(p.scopes))
+	// rejectedFreed holds, for each scope rejected, what keeping it would
+	// have taken out of the notices around it then (see freedMemo). Once
+	// more of its siblings are kept that can grow (the notice of the last
+	// one dropped goes with it), and the scope is tried again.
+	rejectedFreed := map[int]int{}
 	covered := p.covered
 	ownCost := func(d int) int { return p.ownCost(d, cost) }
 	render := func() (attempt, error) {
@@ -948,6 +953,14 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 			stale = false
 			probes.release()
 			probes, probed = nil, false
+			for d, was := range rejectedFreed {
+				if freed.of(d) > was {
+					rejected[d] = false
+					delete(rejectedFreed, d)
+					delete(p.need, d)
+					delete(p.atLeast, d)
+				}
+			}
 		}
 		// A long fill rules out, from one more pass, every list item that
 		// does not fit by what keeping it adds exactly.
@@ -999,6 +1012,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 						debugProbed(d, size, pr.exact)
 					}
 					rejected[d] = true
+					rejectedFreed[d] = freed.of(d)
 					p.need[d] = size
 					if !pr.exact {
 						if p.atLeast == nil {
@@ -1099,6 +1113,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		d := batch[lo]
 		p.need[d] = tried[lo+1].tokens
 		rejected[d] = true
+		rejectedFreed[d] = freed.of(d)
 		stale = lo > 0 // the first lo are kept
 		cur, err = try(lo)
 		if err != nil {
