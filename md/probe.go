@@ -39,12 +39,14 @@ type trackFragment struct {
 }
 
 // fragment returns what t saw from item from and list lists on, inside a
-// scope that began at start.
-func (t *listTrack) fragment(from int, lists int32, start int) *trackFragment {
+// scope that began at start and has plan index idx (the items' indexes are
+// kept from it: the same scope may have another in a later render).
+func (t *listTrack) fragment(from int, lists int32, start, idx int) *trackFragment {
 	f := &trackFragment{lists: t.lists - lists, items: slices.Clone(t.items[from:])}
 	for i := range f.items {
 		it := &f.items[i]
 		it.list -= lists
+		it.idx -= int32(idx)
 		if it.start >= 0 {
 			it.start -= start
 			it.end -= start
@@ -59,11 +61,13 @@ func (t *listTrack) fragment(from int, lists int32, start int) *trackFragment {
 	return f
 }
 
-// add adds what a fragment saw, for its scope written at off.
-func (t *listTrack) add(f *trackFragment, off int) {
+// add adds what a fragment saw, for its scope written at off with plan
+// index idx.
+func (t *listTrack) add(f *trackFragment, off, idx int) {
 	base := t.lists
 	for _, it := range f.items {
 		it.list += base
+		it.idx += int32(idx)
 		if it.start >= 0 {
 			it.start += off
 			it.end += off

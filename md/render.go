@@ -783,7 +783,7 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		// left what it saw there with the scope.
 		if c := r.cache.get(ck, drops); c != nil && (r.plan == nil || drops != nil || len(c.recs) == r.plan.scopes[idx].size+1) && (!r.count || c.recs[0].tokens >= 0) && (r.track == nil || drops == nil || c.track != nil && r.fixed == 0) {
 			if r.track != nil && c.track != nil {
-				r.track.add(c.track, len(buf))
+				r.track.add(c.track, len(buf), idx)
 			}
 			at := len(r.recs)
 			if r.lean && len(c.recs) > 1 {
@@ -901,7 +901,7 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		}
 		v.text, v.kept, v.dropped = r.recs[slot].text, r.kept-keptBefore, r.dropped-droppedBefore
 		if trackFrom >= 0 {
-			v.track = r.track.fragment(trackFrom, trackLists, start)
+			v.track = r.track.fragment(trackFrom, trackLists, start, idx)
 		}
 		r.cache.put(ck, drops, v)
 	}
