@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -892,11 +893,12 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	p := sr.p
 	budget := rd.budget
 	rejected := make([]bool, len(p.scopes))
-	// rejectedFreed holds, for each scope rejected, what keeping it would
+	// rejections holds, for each scope rejected, what keeping it would
 	// have taken out of the notices around it then (see freedMemo). Once
 	// more of its siblings are kept that can grow (the notice of the last
 	// one dropped goes with it), and the scope is tried again.
-	rejectedFreed := map[int]int{}
+	type rejection struct{ d, freed int }
+	var rejections []rejection
 	covered := p.covered
 	ownCost := func(d int) int { return p.ownCost(d, cost) }
 	render := func() (attempt, error) {
@@ -953,19 +955,27 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 			stale = false
 			probes.release()
 			probes, probed = nil, false
-			for d, was := range rejectedFreed {
-				if freed.of(d) > was {
-					rejected[d] = false
-					delete(rejectedFreed, d)
-					delete(p.need, d)
-					delete(p.atLeast, d)
+			w := 0
+			for _, r := range rejections {
+				if freed.of(r.d) > r.freed {
+					rejected[r.d] = false
+					delete(p.need, r.d)
+					delete(p.atLeast, r.d)
+					continue
 				}
+				rejections[w] = r
+				w++
 			}
+			rejections = rejections[:w]
 		}
 		// A long fill rules out, from one more pass, every list item that
 		// does not fit by what keeping it adds exactly.
 		if round >= probeAfter && !probed {
 			probes, probed = sr.newProber(cur, covered), true
+			// It may rule out thousands: room for them at once.
+			need := make(map[int]int, len(p.need)+len(pool))
+			maps.Copy(need, p.need)
+			p.need = need
 		}
 		if room > poolRoom || most > poolMost {
 			if pool == nil {
@@ -1012,7 +1022,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 						debugProbed(d, size, pr.exact)
 					}
 					rejected[d] = true
-					rejectedFreed[d] = freed.of(d)
+					rejections = append(rejections, rejection{d, freed.of(d)})
 					p.need[d] = size
 					if !pr.exact {
 						if p.atLeast == nil {
@@ -1113,7 +1123,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		d := batch[lo]
 		p.need[d] = tried[lo+1].tokens
 		rejected[d] = true
-		rejectedFreed[d] = freed.of(d)
+		rejections = append(rejections, rejection{d, freed.of(d)})
 		stale = lo > 0 // the first lo are kept
 		cur, err = try(lo)
 		if err != nil {

@@ -65,6 +65,7 @@ func (t *listTrack) fragment(from int, lists int32, start, idx int) *trackFragme
 // index idx.
 func (t *listTrack) add(f *trackFragment, off, idx int) {
 	base := t.lists
+	t.items = slices.Grow(t.items, len(f.items))
 	for _, it := range f.items {
 		it.list += base
 		it.idx += int32(idx)
@@ -139,7 +140,9 @@ type prober struct {
 	// empty holds, for a list with no item kept, the pass with one of its
 	// items kept, and where that item is in it; nil until first needed.
 	empty map[int32]*emptyProbe
-	memo  map[int]probeSize
+	// memo holds each item's answer by its index in track (tokens -2:
+	// not yet worked out).
+	memo []probeSize
 	// counted keeps the counts of cur's text between cuts (see
 	// changeAdds).
 	counted map[[2]int]int
@@ -172,7 +175,7 @@ func (sr *search) newProber(cur attempt, covered func(int) bool) *prober {
 	if err != nil {
 		return nil
 	}
-	pr := &prober{sr: sr, add: add, covered: covered, cur: a, track: t, held: []attempt{a}, memo: map[int]probeSize{}, counted: map[[2]int]int{}}
+	pr := &prober{sr: sr, add: add, covered: covered, cur: a, track: t, held: []attempt{a}, counted: map[[2]int]int{}}
 	if a.tokens != cur.tokens {
 		pr.release()
 		return nil // not cur's drops
@@ -195,26 +198,27 @@ func (sr *search) newProber(cur attempt, covered func(int) bool) *prober {
 	}
 	n := len(t.items)
 	pr.prevKept, pr.nextKept = make([]int32, n), make([]int32, n)
-	last := map[int32]int32{}
+	pr.memo = make([]probeSize, n)
+	for i := range pr.memo {
+		pr.memo[i].tokens = -2
+	}
+	last := make([]int32, t.lists) // the last kept item of each list so far
+	for i := range last {
+		last[i] = -1
+	}
 	for i, it := range t.items {
 		pr.at[it.idx] = int32(i)
-		k, ok := last[it.list]
-		if !ok {
-			k = -1
-		}
-		pr.prevKept[i] = k
+		pr.prevKept[i] = last[it.list]
 		if it.start >= 0 {
 			last[it.list] = int32(i)
 		}
 	}
-	clear(last)
+	for i := range last {
+		last[i] = -1
+	}
 	for i := n - 1; i >= 0; i-- {
 		it := t.items[i]
-		k, ok := last[it.list]
-		if !ok {
-			k = -1
-		}
-		pr.nextKept[i] = k
+		pr.nextKept[i] = last[it.list]
 		if it.start >= 0 {
 			last[it.list] = int32(i)
 		}
@@ -246,11 +250,15 @@ func (pr *prober) size(d int) (probeSize, bool) {
 	if pr == nil {
 		return probeSize{}, false
 	}
-	if v, ok := pr.memo[d]; ok {
+	i := pr.at[d]
+	if i < 0 {
+		return probeSize{}, false
+	}
+	if v := pr.memo[i]; v.tokens != -2 {
 		return v, v.tokens >= 0
 	}
 	v := pr.work(d)
-	pr.memo[d] = v
+	pr.memo[i] = v
 	return v, v.tokens >= 0
 }
 
