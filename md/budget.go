@@ -874,7 +874,7 @@ const fillRounds = 64
 // and probeAfter the number after which it probes (see prober): a
 // tracking pass costs a few passes, and saves one per list item it rules
 // out.
-var sizeAfter, probeAfter = 4, 16
+var sizeAfter, probeAfter = 4, 8
 
 // fillSlack is how many tokens joining a scope back into the text may save
 // against its own count; a scope costing more than the room left plus this
@@ -934,7 +934,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		pool               []candidate
 		poolRoom, poolMost = -1, -1
 		// probes tells what keeping an item of a list adds, for the drops
-		// as they are (see Renderer.probes); probed is whether it was
+		// as they are (see prober); probed is whether it was
 		// worked out for them.
 		probes *prober
 		probed bool
@@ -1386,7 +1386,7 @@ type plan struct {
 	// kept, for those the search rendered; nil when there was no fill.
 	need map[int]int
 	// atLeast marks the scopes in need whose size is a floor: worked out
-	// by a probe, not a pass (see probes).
+	// by a probe, not a pass (see prober).
 	atLeast map[int]bool
 	// untried marks the dropped scopes that a fill that ran out of rounds
 	// did not try, though by their counts they might have fit; nil when

@@ -2,13 +2,14 @@ package md
 
 import (
 	"slices"
+	"sort"
 	"strings"
 )
 
 // listTrack is what a tracking pass (see renderer.track) records of the
 // unordered lists it renders where nothing around can rewrite them: each
 // item that is a scope of the plan, in document order. A long fill uses it
-// to tell what keeping one more item adds without a pass (see probes).
+// to tell what keeping one more item adds without a pass (see prober).
 type listTrack struct {
 	lists int32
 	items []trackedItem
@@ -129,9 +130,10 @@ type prober struct {
 	covered func(int) bool
 	cur     attempt // the tracking pass of cur's drops
 	track   *listTrack
-	// texts holds each scope's text as the first pass (which dropped
-	// nothing) rendered it, in the same place.
-	texts []string
+	// firstTexts maps the plan index of each scope the first pass (which
+	// dropped nothing) rendered itself, not found in the cache, to its
+	// text there; nil until first needed (see text).
+	firstTexts map[int]string
 	// at maps a plan index to its item in track, or -1; prevKept and
 	// nextKept map an item to the kept item before and after it in its
 	// list, or -1.
@@ -180,18 +182,6 @@ func (sr *search) newProber(cur attempt, covered func(int) bool) *prober {
 		pr.release()
 		return nil // not cur's drops
 	}
-	pr.texts = make([]string, len(p.scopes))
-	f := sr.first
-	for _, rc := range f.recs {
-		if rc.idx >= 0 {
-			pr.texts[rc.idx] = rc.text
-		}
-	}
-	for _, b := range f.blocks {
-		for _, rc := range b.recs[1:] {
-			pr.texts[b.base+int(rc.idx)] = rc.text
-		}
-	}
 	pr.at = make([]int32, len(p.scopes))
 	for i := range pr.at {
 		pr.at[i] = -1
@@ -237,9 +227,38 @@ func (pr *prober) release() {
 	pr.held = nil
 }
 
+// text returns scope d's text as the first pass, which dropped nothing,
+// rendered it, in the same place as now: from the block of the scope
+// around it that the pass found in the cache, or else from its own record.
+func (pr *prober) text(d int) string {
+	f := pr.sr.first
+	if k := sort.Search(len(f.blocks), func(i int) bool { return f.blocks[i].base > d }) - 1; k >= 0 {
+		b := f.blocks[k]
+		if j := d - b.base; j > 0 && j < len(b.recs) {
+			if int(b.recs[j].idx) == j {
+				return b.recs[j].text
+			}
+			for _, rc := range b.recs[1:] {
+				if int(rc.idx) == j {
+					return rc.text
+				}
+			}
+		}
+	}
+	if pr.firstTexts == nil {
+		pr.firstTexts = map[int]string{}
+		for _, rc := range f.recs {
+			if rc.idx >= 0 {
+				pr.firstTexts[int(rc.idx)] = rc.text
+			}
+		}
+	}
+	return pr.firstTexts[d]
+}
+
 // unit is item d's text with its marker, in pr.buf.
 func (pr *prober) unit(d int) []byte {
-	pr.buf = append(pr.buf[:0], pr.texts[d]...)
+	pr.buf = append(pr.buf[:0], pr.text(d)...)
 	pr.buf = pr.sc.transform(pr.buf, 0, "- ", "  ", "")
 	return pr.buf
 }
@@ -266,7 +285,7 @@ func (pr *prober) work(d int) probeSize {
 	none := probeSize{tokens: -1}
 	p, t := pr.sr.p, pr.track
 	i := pr.at[d]
-	if i < 0 || p.scopes[d].size != 0 || pr.texts[d] == "" {
+	if i < 0 || p.scopes[d].size != 0 || pr.text(d) == "" {
 		return none
 	}
 	it := t.items[i]
@@ -319,7 +338,7 @@ func (pr *prober) emptyList(id int32) *emptyProbe {
 	sr, p := pr.sr, pr.sr.p
 	one := -1
 	for _, it := range pr.track.items {
-		if d := int(it.idx); it.list == id && p.drop[d] && p.scopes[d].size == 0 && pr.texts[d] != "" && !pr.covered(d) {
+		if d := int(it.idx); it.list == id && p.drop[d] && p.scopes[d].size == 0 && pr.text(d) != "" && !pr.covered(d) {
 			one = d
 			break
 		}
