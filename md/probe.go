@@ -16,17 +16,13 @@ type listTrack struct {
 	// other marks the lists that hold an item that is not tracked (text,
 	// a nested list): where an item would go back among them is not known.
 	other map[int32]bool
-}
-
-// kept returns how many items of list id are kept.
-func (t *listTrack) kept(id int32) int {
-	n := 0
-	for _, it := range t.items {
-		if it.list == id && it.start >= 0 {
-			n++
-		}
-	}
-	return n
+	// only, when set, limits what add takes from a fragment to the item
+	// of plan index onlyIdx (a pass that wants one item's place), but
+	// not inside a scope whose fragment is being recorded (recording >
+	// 0), which must be whole.
+	only      bool
+	onlyIdx   int32
+	recording int
 }
 
 // trackFragment is what a tracking pass saw of the lists inside one
@@ -66,10 +62,16 @@ func (t *listTrack) fragment(from int, lists int32, start, idx int) *trackFragme
 // index idx.
 func (t *listTrack) add(f *trackFragment, off, idx int) {
 	base := t.lists
-	t.items = slices.Grow(t.items, len(f.items))
+	only := t.only && t.recording == 0
+	if !only {
+		t.items = slices.Grow(t.items, len(f.items))
+	}
 	for _, it := range f.items {
 		it.list += base
 		it.idx += int32(idx)
+		if only && it.idx != t.onlyIdx {
+			continue
+		}
 		if it.start >= 0 {
 			it.start += off
 			it.end += off
@@ -346,7 +348,7 @@ func (pr *prober) emptyList(id int32) *emptyProbe {
 	if one < 0 {
 		return e
 	}
-	t1 := &listTrack{}
+	t1 := &listTrack{only: true, onlyIdx: int32(one)}
 	sizing := sr.sizing
 	sr.track, sr.sizing = t1, false
 	p.drop[one] = false
@@ -357,8 +359,9 @@ func (pr *prober) emptyList(id int32) *emptyProbe {
 		return e
 	}
 	pr.held = append(pr.held, a1)
+	// The item's list had none kept: the item is its only one now.
 	for _, it := range t1.items {
-		if int(it.idx) == one && it.start >= 0 && !t1.other[it.list] && t1.kept(it.list) == 1 {
+		if int(it.idx) == one && it.start >= 0 && !t1.other[it.list] {
 			*e = emptyProbe{ok: true, one: one, text: a1.text, tokens: a1.tokens, s: it.start, e: it.end, counted: map[[2]int]int{}}
 		}
 	}

@@ -822,6 +822,7 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	trackFrom, trackLists := -1, int32(0)
 	if r.track != nil && useCache && drops != nil && r.fixed == 0 {
 		trackFrom, trackLists = len(r.track.items), r.track.lists
+		r.track.recording++
 	}
 	slot := -1
 	if r.record && r.offPlan == 0 {
@@ -837,6 +838,9 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		r.fixed++ // what is inside may be cut
 	}
 	buf = r.join(buf, s.Children, sep)
+	if trackFrom >= 0 {
+		r.track.recording--
+	}
 	if s.Truncatable {
 		r.fixed--
 	}
