@@ -62,20 +62,19 @@ row() { # row LABEL WALL_NS CPU_NS RATIO_TEXT
   printf '%-50s %10s %10s  %s\n' "$1" "$(ms "$2")" "$(ms "$3")" "$4"
 }
 printf '%-50s %10s %10s  %s\n' "figure" "wall ms" "cpu ms" "ratio (wall; cpu)"
+budget_rows() { # budget_rows BENCHMARK LABEL SIZE: no budget, then 8k and 32k against it
+  local base basec v c b
+  base=$(ns "$1/$3/budget=0"); basec=$(cpu "$1/$3/budget=0")
+  row "$2, $3, no budget" "$base" "$basec" "1.00x"
+  for b in 8000 32000; do
+    v=$(ns "$1/$3/budget=$b"); c=$(cpu "$1/$3/budget=$b")
+    row "$2, $3, budget $b" "$v" "$c" "$(ratio "$v" "$base"); $(ratio "$c" "$basec") of no budget"
+  done
+}
 for size in large x10; do
-  base=$(ns "BenchmarkRenderBudgeted/$size/budget=0"); basec=$(cpu "BenchmarkRenderBudgeted/$size/budget=0")
-  row "warm render, $size, no budget" "$base" "$basec" "1.00x"
-  for b in 8000 32000; do
-    v=$(ns "BenchmarkRenderBudgeted/$size/budget=$b"); c=$(cpu "BenchmarkRenderBudgeted/$size/budget=$b")
-    row "warm render, $size, budget $b" "$v" "$c" "$(ratio "$v" "$base"); $(ratio "$c" "$basec") of no budget"
-  done
+  budget_rows BenchmarkRenderBudgeted "warm render" "$size"
   # The same with a watch: no stat calls, so the budget's own cost shows.
-  wbase=$(ns "BenchmarkRenderBudgetedWatched/$size/budget=0"); wbasec=$(cpu "BenchmarkRenderBudgetedWatched/$size/budget=0")
-  row "warm watched render, $size, no budget" "$wbase" "$wbasec" "1.00x"
-  for b in 8000 32000; do
-    v=$(ns "BenchmarkRenderBudgetedWatched/$size/budget=$b"); c=$(cpu "BenchmarkRenderBudgetedWatched/$size/budget=$b")
-    row "warm watched render, $size, budget $b" "$v" "$c" "$(ratio "$v" "$wbase"); $(ratio "$c" "$wbasec") of no budget"
-  done
+  budget_rows BenchmarkRenderBudgetedWatched "warm watched render" "$size"
   full=$(ns "BenchmarkRenderFull/$size"); fullc=$(cpu "BenchmarkRenderFull/$size")
   row "full render (new builder), $size" "$full" "$fullc" "$(ratio "$full" "$nao") of nao's 2.2 ms"
   # Without a watch a render must at least stat every file it reads.
