@@ -351,6 +351,7 @@ func (rd *Renderer) passSized(n Node, p *plan, lean, sizing bool, track *listTra
 	var stands []stand
 	if sizing {
 		sz := sizer{r: &r}
+		r.sizer = &sz
 		*buf = sz.node((*buf)[:0], n)
 		stands = sz.stands
 		if debugStands != nil {
@@ -368,16 +369,16 @@ func (rd *Renderer) passSized(n Node, p *plan, lean, sizing bool, track *listTra
 	return buf, r.recs, r.blocks, stands, r.err
 }
 
-// sizer renders a sizing pass (see passSized). It walks the top of the tree
-// itself, the groups and the blocks that neither indent nor prefix their
-// text, joining their children as [renderer.join] does, and writes each
+// sizer renders a sizing pass (see passSized). At the top of the tree, the
+// groups and the blocks that neither indent nor prefix their text, the
+// renderer joins children through it (see renderer.sizer), and it writes each
 // large kept scope there that the cache has whole as its stand-in: the
 // scope's text less the middle between its first and last cut where counts
 // add, which its record's count covers. Nothing around such a scope
 // reshapes it, and the text around it is what a full pass writes, so the
 // full text is the sizing text with every stand-in's middle put back, and
 // counts as countStood says. Everything else is rendered by the renderer.
-// A first pass at a budget needs the prompt's count, not its text: the
+// A budget's first pass, and a long fill's, need the prompt's count, not its text: the
 // largest scopes (a memory store's, a skills catalogue) are then counted
 // from their cached counts without copying megabytes of text.
 type sizer struct {
@@ -394,55 +395,24 @@ var standMin = 4 << 10
 var debugStands func(n int)
 
 func (sz *sizer) node(buf []byte, n Node) []byte {
+	r := sz.r
 	switch n := n.(type) {
 	case Group:
-		return sz.join(buf, n, sz.r.sep)
+		return r.join(buf, n, r.sep)
 	case *Block:
 		if n != nil && n.Prefix == "" && n.Indent == "" {
-			return sz.join(buf, n.Children, n.Sep)
+			return r.join(buf, n.Children, n.Sep)
 		}
 	case *Scope:
 		if out, ok := sz.standIn(buf, n); ok {
 			return out
 		}
 	}
-	return sz.r.renderNode(buf, n)
-}
-
-// join is [renderer.join] through node.
-func (sz *sizer) join(buf []byte, children []Node, sep string) []byte {
-	wrote := false
-	for _, c := range children {
-		buf, wrote = sz.joinOne(buf, c, sep, wrote)
-	}
+	// Below the top, everything renders as in any pass.
+	r.sizer = nil
+	buf = r.renderNode(buf, n)
+	r.sizer = sz
 	return buf
-}
-
-// joinOne is [renderer.joinOne] through node.
-func (sz *sizer) joinOne(buf []byte, c Node, sep string, wrote bool) ([]byte, bool) {
-	switch n := c.(type) {
-	case nil:
-		return buf, wrote
-	case Group:
-		for _, cc := range n {
-			buf, wrote = sz.joinOne(buf, cc, sep, wrote)
-		}
-		return buf, wrote
-	}
-	r := sz.r
-	mark := len(buf)
-	if wrote {
-		buf = append(buf, sep...)
-	}
-	at := len(buf)
-	saved := r.sep
-	r.sep = sep
-	buf = sz.node(buf, c)
-	r.sep = saved
-	if len(buf) == at {
-		return buf[:mark], wrote
-	}
-	return buf, true
 }
 
 // standIn writes s as its stand-in when the cache has it whole, as

@@ -41,6 +41,9 @@ type renderer struct {
 	// track, when set, records the items of the lists the pass renders
 	// (see listTrack).
 	track *listTrack
+	// sizer, when set, renders the children join writes: a sizing pass
+	// at the top of the tree (see sizer).
+	sizer *sizer
 }
 
 // textOf is buf[start:] as a record's text: a view of buf when nothing can
@@ -215,7 +218,11 @@ func (r *renderer) joinOne(buf []byte, c Node, sep string, wrote bool) ([]byte, 
 	at := len(buf)
 	saved := r.sep
 	r.sep = sep
-	buf = c.render(r, buf)
+	if r.sizer != nil {
+		buf = r.sizer.node(buf, c)
+	} else {
+		buf = c.render(r, buf)
+	}
 	r.sep = saved
 	if len(buf) == at {
 		return buf[:mark], wrote
