@@ -887,6 +887,28 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	// adds estimates what keeping d adds: its own count and its share of
 	// what its parent adds around each child.
 	adds := func(d int) int { return ownCost(d) + int(math.Round(share(d))) }
+	// mayFit reports whether dropped scope d may fit in room with e
+	// tokens of a batch already in it, by its cost and its bound.
+	var most int
+	mayFit := func(d, e, room int) bool {
+		if !p.drop[d] || rejected[d] || e+cost[d]-most-fillSlack > room && p.scopes[d].size == 0 || covered(d) {
+			return false
+		}
+		return e+bound(d) <= room
+	}
+	// reject notes that keeping d would make the prompt size tokens (at
+	// least, when not exact).
+	reject := func(d, size int, exact bool) {
+		rejected[d] = true
+		rejections = append(rejections, rejection{d, freed.of(d)})
+		p.need[d] = size
+		if !exact {
+			if p.atLeast == nil {
+				p.atLeast = map[int]bool{}
+			}
+			p.atLeast[d] = true
+		}
+	}
 	// A round that only rejected a scope left the drops as they were, and
 	// with them what keeping each scope frees (freed, most), and the room:
 	// the next round works them out again only when a round kept some.
@@ -899,7 +921,6 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	// is left of the room without looking up anything of theirs.
 	type candidate struct{ d, low int32 }
 	var (
-		most               int
 		stale              = true
 		pool               []candidate
 		poolRoom, poolMost = -1, -1
@@ -976,10 +997,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 				continue
 			}
 			d := int(c.d)
-			if !p.drop[d] || rejected[d] || e+cost[d]-most-fillSlack > room && p.scopes[d].size == 0 || covered(d) {
-				continue
-			}
-			if e+bound(d) > room {
+			if !mayFit(d, e, room) {
 				continue
 			}
 			if pr, ok := probes.size(d); ok {
@@ -991,15 +1009,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 					if debugProbed != nil {
 						debugProbed(d, size, pr.exact)
 					}
-					rejected[d] = true
-					rejections = append(rejections, rejection{d, freed.of(d)})
-					p.need[d] = size
-					if !pr.exact {
-						if p.atLeast == nil {
-							p.atLeast = map[int]bool{}
-						}
-						p.atLeast[d] = true
-					}
+					reject(d, size, pr.exact)
 					continue
 				}
 			}
@@ -1091,9 +1101,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 			}
 		}
 		d := batch[lo]
-		p.need[d] = tried[lo+1].tokens
-		rejected[d] = true
-		rejections = append(rejections, rejection{d, freed.of(d)})
+		reject(d, tried[lo+1].tokens, true)
 		stale = lo > 0 // the first lo are kept
 		cur, err = try(lo)
 		if err != nil {
@@ -1110,12 +1118,8 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	// (a workspace this large, with this little room, is rare; see
 	// fillRounds).
 	room := budget - cur.tokens
-	for j := k - 1; j >= 0; j-- {
-		d := p.order[j]
-		if !p.drop[d] || rejected[d] || cost[d]-most-fillSlack > room && p.scopes[d].size == 0 {
-			continue
-		}
-		if !covered(d) && bound(d) <= room {
+	for _, d := range p.order[:k] {
+		if mayFit(d, 0, room) {
 			if p.untried == nil {
 				p.untried = make([]bool, len(p.scopes))
 			}

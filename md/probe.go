@@ -172,10 +172,7 @@ func (sr *search) newProber(cur attempt, covered func(int) bool) *prober {
 		return nil
 	}
 	t := &listTrack{}
-	sizing := sr.sizing
-	sr.track, sr.sizing = t, false
-	a, err := sr.render()
-	sr.track, sr.sizing = nil, sizing
+	a, err := sr.trackingPass(t)
 	if err != nil {
 		return nil
 	}
@@ -216,6 +213,14 @@ func (sr *search) newProber(cur attempt, covered func(int) bool) *prober {
 		}
 	}
 	return pr
+}
+
+// trackingPass renders the plan's drops in full into t (see listTrack).
+func (sr *search) trackingPass(t *listTrack) (attempt, error) {
+	sizing := sr.sizing
+	sr.track, sr.sizing = t, false
+	defer func() { sr.track, sr.sizing = nil, sizing }()
+	return sr.render()
 }
 
 // release gives back the buffers of the prober's passes.
@@ -278,16 +283,17 @@ func (pr *prober) size(d int) (probeSize, bool) {
 	if v := pr.memo[i]; v.tokens != -2 {
 		return v, v.tokens >= 0
 	}
-	v := pr.work(d)
+	v := pr.work(d, i)
 	pr.memo[i] = v
 	return v, v.tokens >= 0
 }
 
-func (pr *prober) work(d int) probeSize {
+// work is size for d, item i of the track, not yet worked out; tokens -1
+// for no answer.
+func (pr *prober) work(d int, i int32) probeSize {
 	none := probeSize{tokens: -1}
 	p, t := pr.sr.p, pr.track
-	i := pr.at[d]
-	if i < 0 || p.scopes[d].size != 0 || pr.text(d) == "" {
+	if p.scopes[d].size != 0 || pr.text(d) == "" {
 		return none
 	}
 	it := t.items[i]
@@ -349,12 +355,9 @@ func (pr *prober) emptyList(id int32) *emptyProbe {
 		return e
 	}
 	t1 := &listTrack{only: true, onlyIdx: int32(one)}
-	sizing := sr.sizing
-	sr.track, sr.sizing = t1, false
 	p.drop[one] = false
-	a1, err := sr.render()
+	a1, err := sr.trackingPass(t1)
 	p.drop[one] = true
-	sr.track, sr.sizing = nil, sizing
 	if err != nil {
 		return e
 	}
