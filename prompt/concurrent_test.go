@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/prompt"
-	"github.com/loomctx/loom/workspace"
 )
 
 // TestConcurrentRendersWhileFilesChange renders from one builder on many
@@ -20,16 +19,7 @@ import (
 // every option set's render equals a render from scratch.
 func TestConcurrentRendersWhileFilesChange(t *testing.T) {
 	dir := incrementalWorkspace(t)
-	ws, err := workspace.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ws.Watch(); err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	b := prompt.New(ws)
-	defer b.Close()
+	_, b := watchedBuilderAt(t, dir)
 	variants := []prompt.Options{
 		{GOOS: "linux", GOARCH: "amd64"},
 		{GOOS: "linux", GOARCH: "amd64", User: "ana"},

@@ -73,6 +73,23 @@ func watchedBuilder(t *testing.T) *prompt.Builder {
 	return b
 }
 
+// watchedBuilderAt opens the workspace at dir with a watch, and a builder
+// on it, both closed when the test ends.
+func watchedBuilderAt(t *testing.T, dir string) (*workspace.Workspace, *prompt.Builder) {
+	t.Helper()
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	if err := ws.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	b := prompt.New(ws)
+	t.Cleanup(func() { b.Close() })
+	return ws, b
+}
+
 func has(t *testing.T, b *prompt.Builder, text string) bool {
 	t.Helper()
 	res, err := b.Render(context.Background(), prompt.Options{User: "ann", GOOS: "linux", GOARCH: "amd64"})

@@ -535,16 +535,7 @@ func TestReusedRenderSeesEveryChange(t *testing.T) {
 
 func TestWatchedWorkspaceRender(t *testing.T) {
 	dir := write(t, map[string]string{"AGENTS.md": "Be terse.\n", "skills/a/SKILL.md": "---\nname: a\ndescription: A.\n---\nx\n"})
-	ws, err := workspace.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ws.Watch(); err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	b := prompt.New(ws)
-	defer b.Close()
+	ws, b := watchedBuilderAt(t, dir)
 	opts := prompt.Options{GOOS: "linux", GOARCH: "amd64"}
 	first, err := b.Render(context.Background(), opts)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/prompt"
-	"github.com/loomctx/loom/workspace"
 )
 
 // TestAgedResultIsRefreshedOnce: a watched workspace's result that is stale
@@ -23,16 +22,7 @@ func TestAgedResultIsRefreshedOnce(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("# Agent\n\nBe brief.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := workspace.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ws.Watch(); err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	b := prompt.New(ws)
-	defer b.Close()
+	ws, b := watchedBuilderAt(t, dir)
 	ctx := context.Background()
 	opts := prompt.Options{GOOS: "linux", GOARCH: "amd64"}
 	first, err := b.Render(ctx, opts)
@@ -84,19 +74,10 @@ func TestResultsKeptPerOptions(t *testing.T) {
 	if err := os.WriteFile(agents, []byte("# Agent\n\nBe brief.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := workspace.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ws.Watch(); err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
+	ws, b := watchedBuilderAt(t, dir)
 	if !ws.Watching() {
 		t.Skip("no watcher on this system")
 	}
-	b := prompt.New(ws)
-	defer b.Close()
 	ctx := context.Background()
 	render := func(user string) *prompt.Result {
 		t.Helper()

@@ -136,14 +136,7 @@ func TestLocalIDsWatched(t *testing.T) {
 	mk(t, filepath.Join(root, ".loom"))
 	mk(t, outside)
 	put(t, filepath.Join(root, ".loom", "memory.db"))
-	ws, err := workspace.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ws.Watch(); err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
+	ws := watched(t, root)
 	ids := func() []workspace.FileID {
 		t.Helper()
 		ids, err := ws.LocalIDs(".loom/memory.db", "", "-wal")

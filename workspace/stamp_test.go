@@ -98,14 +98,7 @@ func TestTreeStamp(t *testing.T) {
 func TestTreeStampFolderAbove(t *testing.T) {
 	root := t.TempDir()
 	write(t, filepath.Join(root, "SOUL.md"), "soul\n")
-	ws, err := workspace.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ws.Watch(); err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
+	ws := watched(t, root)
 	if _, err := ws.ReadDir("agent/skills"); err == nil {
 		t.Fatal("agent/skills is there before it was made")
 	}
