@@ -16,6 +16,22 @@ type plainCounter struct{ c md.Counter }
 
 func (p plainCounter) Count(s string) int { return p.c.Count(s) }
 
+// o200k returns the o200k_base encoding three ways: as loom uses it
+// (cached, and composing counts where they add), uncached, and counting
+// every text whole.
+func o200k(t *testing.T) (exact, raw tokens.Counter, whole plainCounter) {
+	t.Helper()
+	exact, err := tokens.Get(tokens.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err = tokens.Uncached(tokens.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exact, raw, plainCounter{raw}
+}
+
 // lines makes multi-line text of the kinds that decide where counts add:
 // indented lines, punctuation before newlines, "/" at a line start, blank
 // lines, non-ASCII white space.
@@ -82,12 +98,7 @@ func lineTree(rng *rand.Rand, depth int) md.Node {
 // what counting its text whole gives: same report, every figure, with and
 // without a cache, with and without a budget.
 func TestComposedCountsAreExact(t *testing.T) {
-	exact, err := tokens.Get(tokens.O200kBase)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := tokens.Uncached(tokens.O200kBase)
-	whole := plainCounter{raw}
+	exact, raw, whole := o200k(t)
 	cache := md.NewCache()
 	for seed := range uint64(400) {
 		rng := rand.New(rand.NewPCG(seed, 17))
@@ -134,12 +145,7 @@ func TestSizingPassCountsExactly(t *testing.T) {
 	stood := 0
 	md.SetDebugStands(func(n int) { stood += n })
 	defer md.SetDebugStands(nil)
-	exact, err := tokens.Get(tokens.O200kBase)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := tokens.Uncached(tokens.O200kBase)
-	whole := plainCounter{raw}
+	exact, raw, whole := o200k(t)
 	cache := md.NewCache()
 	for seed := range uint64(400) {
 		rng := rand.New(rand.NewPCG(seed, 29))

@@ -60,12 +60,7 @@ func catalogue(entries []md.Node, memo *md.XMLMemo) md.Node {
 // a budget (which the memo leaves alone), and with the cache of unchanged
 // scopes as a builder uses it.
 func TestXMLMemoMatchesFullRender(t *testing.T) {
-	exact, err := tokens.Get(tokens.O200kBase)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := tokens.Uncached(tokens.O200kBase)
-	whole := plainCounter{raw}
+	exact, raw, whole := o200k(t)
 	for seed := range uint64(60) {
 		rng := rand.New(rand.NewPCG(seed, 29))
 		memo, cache := md.NewXMLMemo(), md.NewCache()
