@@ -272,20 +272,12 @@ func loadAt(url string, body []byte, headers map[string]string, conc int, dur ti
 	var mu sync.Mutex
 	total := &result{}
 	begin := loadgen.OpenLoop(conc, dur, rate, func(due iter.Seq[time.Time]) {
-		var lat []time.Duration
-		errs := 0
+		var own result
 		for t := range due {
 			status, err := post(client, url, body, headers)
-			if err != nil {
-				errs++
-				continue
-			}
-			lat = append(lat, time.Since(t))
-			if status != want {
-				errs++
-			}
+			own.note(t, status, want, err)
 		}
-		total.add(&mu, lat, errs)
+		total.add(&mu, own.lat, own.errs)
 	})
 	return total.finish(begin)
 }
@@ -405,23 +397,16 @@ func load(url string, body []byte, headers map[string]string, conc int, dur time
 	var mu sync.Mutex
 	total := &result{}
 	begin := loadgen.ClosedLoop(conc, dur, func(ctx context.Context) {
-		var lat []time.Duration
-		errs := 0
+		var own result
 		for ctx.Err() == nil {
 			t := time.Now()
 			status, err := post(client, url, body, headers)
-			if err != nil {
-				if ctx.Err() == nil {
-					errs++
-				}
-				continue
+			if err != nil && ctx.Err() != nil {
+				break // cut off by the end of the run, not a failure
 			}
-			lat = append(lat, time.Since(t))
-			if status != want {
-				errs++
-			}
+			own.note(t, status, want, err)
 		}
-		total.add(&mu, lat, errs)
+		total.add(&mu, own.lat, own.errs)
 	})
 	return total.finish(begin)
 }
@@ -454,6 +439,19 @@ func post(client *http.Client, url string, body []byte, headers map[string]strin
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // add merges one client's latencies and errors.
+// note records one request that began at start: its latency, and an
+// error when it failed or answered other than want.
+func (r *result) note(start time.Time, status, want int, err error) {
+	if err != nil {
+		r.errs++
+		return
+	}
+	r.lat = append(r.lat, time.Since(start))
+	if status != want {
+		r.errs++
+	}
+}
+
 func (r *result) add(mu *sync.Mutex, lat []time.Duration, errs int) {
 	mu.Lock()
 	r.lat = append(r.lat, lat...)
