@@ -173,13 +173,14 @@ type cached struct {
 }
 
 func (c *Cache) get(k cacheKey, drops []bool) *cached {
+	sum := dropsSum(drops) // outside the lock: a pattern may be 20,000 long
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sl := c.m[k.s]
 	if sl == nil || sl.gen+1 < c.gen {
 		return nil
 	}
-	e := sl.find(k, drops, dropsSum(drops))
+	e := sl.find(k, drops, sum)
 	if e == nil {
 		return nil
 	}
@@ -217,22 +218,29 @@ func (c *Cache) touch(sl *slot) {
 // drops inside it, which it copies. Renderings of the scope that the last
 // two renders did not use go.
 func (c *Cache) put(k cacheKey, drops []bool, v *cached) {
+	sum := dropsSum(drops) // outside the lock: a pattern may be 20,000 long
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sl := c.m[k.s]
-	if sl == nil || sl.gen+1 < c.gen {
-		sl = &slot{}
-		sl.entries = sl.first[:0]
-		c.m[k.s] = sl
-	}
-	c.touch(sl)
-	sum := dropsSum(drops)
+	sl := c.slot(k.s)
 	if e := sl.find(k, drops, sum); e != nil {
 		e.val, e.gen = v, c.gen
 		return
 	}
 	sl.entries = slices.DeleteFunc(sl.entries, func(e entry) bool { return e.gen+1 < c.gen })
 	sl.entries = append(sl.entries, entry{key: k, drops: slices.Clone(drops), sum: sum, val: v, gen: c.gen})
+}
+
+// slot returns s's slot, made afresh when there is none or it is two
+// renders old, marked used by the current render. The caller holds c.mu.
+func (c *Cache) slot(s *Scope) *slot {
+	sl := c.m[s]
+	if sl == nil || sl.gen+1 < c.gen {
+		sl = &slot{}
+		sl.entries = sl.first[:0]
+		c.m[s] = sl
+	}
+	c.touch(sl)
+	return sl
 }
 
 // sweep starts a new generation: what the last two renders did not use
@@ -267,13 +275,7 @@ func (c *Cache) subplan(s *Scope) []scopeInfo {
 func (c *Cache) putSubplan(s *Scope, plan []scopeInfo) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sl := c.m[s]
-	if sl == nil || sl.gen+1 < c.gen {
-		sl = &slot{}
-		c.m[s] = sl
-	}
-	c.touch(sl)
-	sl.plan = plan
+	c.slot(s).plan = plan
 }
 
 // notice returns the count of s's notice for k scopes dropped, if kept.
@@ -296,12 +298,7 @@ func (c *Cache) notice(s *Scope, k int) (int, bool) {
 func (c *Cache) putNotice(s *Scope, k, n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sl := c.m[s]
-	if sl == nil || sl.gen+1 < c.gen {
-		sl = &slot{}
-		c.m[s] = sl
-	}
-	c.touch(sl)
+	sl := c.slot(s)
 	if sl.notices == nil || len(sl.notices) >= 64 {
 		sl.notices = map[int]int{}
 	}
