@@ -150,12 +150,12 @@ func putRenderer(r *renderer) {
 // string.
 func newBuffer(n int) []byte {
 	if sp, _ := prompts.Get().(*spent); sp != nil && sp.n >= n && sp.n <= n+n/2 {
-		return watch(unsafe.Slice(sp.p, sp.n)[:0])
+		return recycleWhenSpent(unsafe.Slice(sp.p, sp.n)[:0])
 	}
 	var b strings.Builder
 	b.Grow(n)
 	b.WriteByte(0)
-	return watch(unsafe.Slice(unsafe.StringData(b.String()), n)[:0])
+	return recycleWhenSpent(unsafe.Slice(unsafe.StringData(b.String()), n)[:0])
 }
 
 // prompts holds the buffers of earlier plain passes that nothing refers to
@@ -164,9 +164,9 @@ func newBuffer(n int) []byte {
 // first written, which costs several times what writing the prompt does.
 // A pass's buffer is its text and the views of it for as long as any of
 // them is kept; once none is, the garbage collector runs the finalizer
-// that watch set, which puts the buffer here instead of letting it go.
-// The last string made of its bytes is gone by then, so writing them
-// again changes nothing anyone can see. Buffers the pool drops, and those
+// that recycleWhenSpent set, which puts the buffer here instead of letting
+// it go. The last string made of its bytes is gone by then, so writing
+// them again changes nothing anyone can see. Buffers the pool drops, and those
 // of the wrong size, go the usual way.
 var prompts sync.Pool
 
@@ -176,9 +176,9 @@ type spent struct {
 	n int
 }
 
-// watch sets the finalizer that puts buf in prompts once nothing refers
-// to it, and returns it.
-func watch(buf []byte) []byte {
+// recycleWhenSpent sets the finalizer that puts buf in prompts once
+// nothing refers to it, and returns it.
+func recycleWhenSpent(buf []byte) []byte {
 	n := cap(buf)
 	runtime.SetFinalizer(unsafe.SliceData(buf), func(p *byte) { prompts.Put(&spent{p: p, n: n}) })
 	return buf
