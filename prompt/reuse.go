@@ -56,7 +56,7 @@ func frozen(o Options) *Options {
 		o.Fork = &f
 	}
 	if o.Tools != nil {
-		o.Tools = append(make([]string, 0, len(o.Tools)), o.Tools...)
+		o.Tools = slices.Clone(o.Tools)
 	}
 	return &o
 }
