@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unsafe"
 
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/messages"
@@ -46,9 +45,10 @@ type sysEntry struct {
 
 const sysRing = 8
 
-// samePrompt compares two renders' prompts, by pointer first.
+// samePrompt compares two renders' prompts. Go's string comparison returns
+// early when both share their bytes, so a cached prompt costs no scan.
 func samePrompt(a, b string) bool {
-	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+	return a == b
 }
 
 // systemFor returns the system prompt entry for this render and client
@@ -145,7 +145,7 @@ func makeSystem(res *prompt.Result, clientSys, mode string, counter messages.Cou
 }
 
 func hashString(s string) string {
-	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
 
