@@ -14,11 +14,34 @@ import (
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/starter"
 	"github.com/loomctx/loom/workspace"
 )
 
 var fixedNow = time.Date(2026, 3, 10, 15, 0, 0, 0, time.UTC)
+
+// testCache is where the tests' renders put the built-in skills' files
+// ($LOOM_CACHE_DIR); golden files show it as $LOOM_CACHE_DIR, since the
+// prompt gives the agent its absolute path.
+var testCache string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "loom-prompt-cache-")
+	if err != nil {
+		panic(err)
+	}
+	testCache = dir
+	os.Setenv(skills.EnvCacheDir, dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// scrubCache is prompt with the test cache folder written as $LOOM_CACHE_DIR.
+func scrubCache(prompt string) []byte {
+	return []byte(strings.ReplaceAll(prompt, testCache, "$LOOM_CACHE_DIR"))
+}
 
 // write creates files (slash paths → content) under a new temp workspace.
 func write(t *testing.T, files map[string]string) string {
@@ -81,7 +104,7 @@ func TestNanobotWorkspace(t *testing.T) {
 	if res.Report.Preset != prompt.Assistant {
 		t.Fatalf("preset %s, want assistant (no loom.yaml, no databases/ or RULES.md)", res.Report.Preset)
 	}
-	golden.Check(t, "nanobot", []byte(res.Prompt))
+	golden.Check(t, "nanobot", scrubCache(res.Prompt))
 	// nanobot's untouched onboarding questionnaire and memory template say
 	// nothing about the user: they are left out, with a diagnostic.
 	for _, f := range []string{"USER.md", "memory/MEMORY.md"} {
@@ -135,7 +158,7 @@ func TestNaoProject(t *testing.T) {
 			if res.Report.Preset != prompt.Analyst {
 				t.Fatalf("preset %s", res.Report.Preset)
 			}
-			golden.Check(t, name, []byte(res.Prompt))
+			golden.Check(t, name, scrubCache(res.Prompt))
 			for _, want := range []string{"## Instructions", "Tuesday, March 10, 2026 (UTC)", "## Persona", "## Tool Calls", "## SQL Query Rules",
 				"**DuckDB:**\n  - ", "## User Rules", "## Current Connections\n\n- duckdb database=jaffle_shop", "\n---\n"} {
 				if !strings.Contains(res.Prompt, want) {
@@ -412,7 +435,7 @@ func TestFreshStarterWorkspace(t *testing.T) {
 			if res.Report.Preset != preset {
 				t.Errorf("preset %s", res.Report.Preset)
 			}
-			golden.Check(t, "starter-"+preset, []byte(res.Prompt))
+			golden.Check(t, "starter-"+preset, scrubCache(res.Prompt))
 			untouched := 0
 			for _, d := range res.Report.Diagnostics {
 				if strings.Contains(d.Message, "starter template") {

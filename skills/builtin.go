@@ -2,10 +2,10 @@ package skills
 
 import "embed"
 
-// builtinFS holds loom's own skills, builtin/<name>/SKILL.md. They have no
-// file on disk, so the prompt shows them at the stable pseudo-path
-// builtin/<name>/SKILL.md; a file-reading tool serves them through
-// [Set.ByLocation], and `loom skills show NAME` prints them.
+// builtinFS holds loom's own skills, builtin/<name>/SKILL.md. A load writes
+// each to loom's cache folder, outside the workspace (see [CacheDir]), and
+// the prompt shows that absolute path; [Set.ByLocation] finds a skill by
+// it, and `loom skills show NAME` prints them.
 //
 //go:embed builtin
 var builtinFS embed.FS

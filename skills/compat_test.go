@@ -1,6 +1,8 @@
 package skills
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -94,31 +96,46 @@ func TestDescriptionCutAtCommentWarns(t *testing.T) {
 	}
 }
 
-// Built-in skills are listed where the agent can read them: written once
-// into .loom/builtin/, rewritten only when changed; inlined when the
-// workspace is not a folder on disk.
+// Built-in skills are listed where the agent can read them, outside the
+// workspace: written once into the cache folder (under a folder named by
+// their text's hash), rewritten only when changed; inlined when the
+// workspace is not a folder on disk or the cache cannot be written.
+// Loading never writes into the workspace, even a read-only one.
 func TestBuiltinSkillsHaveAReadableLocation(t *testing.T) {
 	dir := t.TempDir()
+	cache := filepath.Join(t.TempDir(), "cache")
+	if err := os.Chmod(dir, 0o555); err != nil { // a read-only workspace loads too
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
 	ws := openWS(t, dir)
-	set := New(ws, Options{}).Load()
+	set := New(ws, Options{CacheDir: cache}).Load()
 	sk, ok := set.Get("plan-task")
 	if !ok {
 		t.Fatal("no plan-task")
 	}
-	if sk.Location != ".loom/builtin/plan-task/SKILL.md" {
-		t.Fatalf("location %q", sk.Location)
+	if len(sk.Diagnostics) != 0 || sk.Inline {
+		t.Fatalf("diagnostics %v, inline %v", sk.Diagnostics, sk.Inline)
 	}
-	p := filepath.Join(dir, ".loom/builtin/plan-task/SKILL.md")
+	embedded, _ := fs.ReadFile(builtinFS, "builtin/plan-task/SKILL.md")
+	sum := sha256.Sum256(embedded)
+	want := filepath.Join(cache, "builtin", hex.EncodeToString(sum[:6]), "plan-task", "SKILL.md")
+	if sk.Location != want {
+		t.Fatalf("location %q, want %q", sk.Location, want)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("loading wrote into the workspace: %v", entries)
+	}
+	p := sk.Location
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	embedded, _ := fs.ReadFile(builtinFS, "builtin/plan-task/SKILL.md")
 	if string(data) != string(embedded) {
 		t.Error("the written file differs from the built-in")
 	}
 	before, _ := os.Stat(p)
-	New(openWS(t, dir), Options{}).Load() // a new process: unchanged file, no write
+	New(openWS(t, dir), Options{CacheDir: cache}).Load() // a new process: unchanged file, no write
 	after, _ := os.Stat(p)
 	if !os.SameFile(before, after) {
 		t.Error("an unchanged built-in file was written again")
@@ -126,15 +143,38 @@ func TestBuiltinSkillsHaveAReadableLocation(t *testing.T) {
 	if err := os.WriteFile(p, []byte("tampered"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	New(openWS(t, dir), Options{}).Load()
+	New(openWS(t, dir), Options{CacheDir: cache}).Load()
 	if data, _ := os.ReadFile(p); string(data) != string(embedded) {
 		t.Error("a changed built-in file was not restored")
 	}
 
+	// $LOOM_CACHE_DIR is the default when the option is empty.
+	envCache := t.TempDir()
+	getenv := func(k string) string {
+		if k == EnvCacheDir {
+			return envCache
+		}
+		return os.Getenv(k)
+	}
+	viaEnv, _ := New(openWS(t, dir), Options{Getenv: getenv}).Load().Get("plan-task")
+	if !strings.HasPrefix(viaEnv.Location, envCache+string(filepath.Separator)) {
+		t.Errorf("with $%s set, location %q", EnvCacheDir, viaEnv.Location)
+	}
+
+	// A cache that cannot be written: the text goes into the prompt, with a warning.
+	blocked := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocked, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := New(openWS(t, dir), Options{CacheDir: blocked}).Load().Get("plan-task")
+	if !in.Inline || len(in.Diagnostics) != 1 || !strings.Contains(in.Diagnostics[0].Message, EnvCacheDir) {
+		t.Errorf("unwritable cache: inline %v, diagnostics %v", in.Inline, in.Diagnostics)
+	}
+
 	// No file access: the text goes into the prompt.
-	mem := New(workspace.OpenFS(fstest.MapFS{"AGENTS.md": {Data: []byte("x")}}), Options{}).Load()
+	mem := New(workspace.OpenFS(fstest.MapFS{"AGENTS.md": {Data: []byte("x")}}), Options{CacheDir: cache}).Load()
 	txt := md.String(mem.Summary(PromptOptions{}))
-	if !strings.Contains(txt, "<content>") || strings.Contains(txt, "<location>builtin/") {
+	if !strings.Contains(txt, "<content>") || strings.Contains(txt, "<location>") {
 		t.Errorf("in-memory workspace:\n%s", txt)
 	}
 }

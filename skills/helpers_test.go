@@ -10,6 +10,22 @@ import (
 	"github.com/loomctx/loom/workspace"
 )
 
+// testCache is the cache folder the package's tests write built-in skills
+// to, so that they leave the user's own cache alone.
+var testCache string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "loom-skills-cache-")
+	if err != nil {
+		panic(err)
+	}
+	testCache = dir
+	os.Setenv(EnvCacheDir, dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // writeFiles creates files under dir from a map of slash paths to contents.
 func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
@@ -46,8 +62,9 @@ func env(bins []string, vars map[string]string, goos string) Options {
 			}
 			return "", errors.New("not found")
 		},
-		Getenv: func(k string) string { return vars[k] },
-		GOOS:   goos,
+		Getenv:   func(k string) string { return vars[k] },
+		GOOS:     goos,
+		CacheDir: testCache,
 	}
 }
 

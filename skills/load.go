@@ -1,7 +1,10 @@
 package skills
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"github.com/loomctx/loom/starter"
 	"io/fs"
 	"os"
@@ -49,6 +52,10 @@ type Options struct {
 	// builtin/<name>/SKILL.md inside it. NoBuiltins leaves them out.
 	Builtins   fs.FS
 	NoBuiltins bool
+	// CacheDir is the absolute folder the built-in skills' files are
+	// written under (see [CacheDir]); "" means $LOOM_CACHE_DIR or the
+	// user's cache folder. Nothing is ever written into the workspace.
+	CacheDir string
 	// LookPath, Getenv and GOOS decide availability; nil or "" mean
 	// exec.LookPath, os.Getenv and runtime.GOOS. Tests inject their own.
 	LookPath func(string) (string, error)
@@ -154,9 +161,12 @@ type Loader struct {
 	// rootPatches counts roots loaded by patchRoot, for tests.
 	rootPatches atomic.Int64
 
-	// written maps a built-in skill's file in BuiltinDir to the text it
-	// holds, once checked or written in this Loader's life.
+	// written maps a built-in skill's file in the cache folder to the text
+	// it holds, once checked or written in this Loader's life; home is
+	// that folder's door, opened at the first built-in skill.
 	written map[string]string
+	home    *workspace.Workspace
+	homeErr error
 
 	// bins remembers PATH searches across loads, for as long as PATH is
 	// unchanged and for at most binsFresh, so a warm load costs no
@@ -1049,38 +1059,84 @@ func usableName(n string) bool {
 	return true
 }
 
-// BuiltinDir is the workspace folder that loom's built-in skills are
-// written to, so that an agent told to read one finds a real file.
-const BuiltinDir = ".loom/builtin"
+// EnvCacheDir names the folder loom keeps files it makes for itself in,
+// such as the built-in skills' SKILL.md files; unset, it is loom/ in the
+// user's cache folder (os.UserCacheDir). It is the operator's choice:
+// loom.yaml cannot move it.
+const EnvCacheDir = "LOOM_CACHE_DIR"
 
-// materialize gives a built-in skill a location the agent can read: its
-// file is written to BuiltinDir/<name>/SKILL.md (atomically, and only when
-// missing or different), and the skill is shown there. A workspace that is
-// not a folder on disk, or one that cannot be written, gets the skill's
-// text inlined in the prompt instead.
+// CacheDir is the folder loom keeps its own files in: Options.CacheDir,
+// else $LOOM_CACHE_DIR, else loom/ in the user's cache folder. getenv nil
+// means os.Getenv.
+func CacheDir(getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if d := getenv(EnvCacheDir); d != "" {
+		if !filepath.IsAbs(d) {
+			return "", fmt.Errorf("$%s must be an absolute path, not %q", EnvCacheDir, d)
+		}
+		return filepath.Clean(d), nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "loom"), nil
+}
+
+// builtinHome opens the cache folder once per Loader; the built-in skills
+// are written beneath it, never into the workspace, so a render writes
+// nothing in the folder it reads.
+func (l *Loader) builtinHome() (*workspace.Workspace, error) {
+	if l.home != nil || l.homeErr != nil {
+		return l.home, l.homeErr
+	}
+	dir := l.opts.CacheDir
+	if dir == "" {
+		dir, l.homeErr = CacheDir(l.opts.Getenv)
+	}
+	if l.homeErr == nil {
+		// The folder itself is made here, not through a door: it is where
+		// the door is rooted. What goes inside goes through the door.
+		if l.homeErr = os.MkdirAll(dir, 0o700); l.homeErr == nil {
+			l.home, l.homeErr = workspace.Open(dir)
+		}
+	}
+	return l.home, l.homeErr
+}
+
+// materialize gives a built-in skill a location the agent can read, outside
+// the workspace, as nanobot keeps its own skills beside its installed
+// package: the file is <cache>/builtin/<hash>/<name>/SKILL.md, where hash is
+// the first 12 hex digits of the text's sha256. A file there never changes
+// once written (a new text is a new folder), so two loom versions sharing a
+// cache never rewrite each other's skill, and it is written (atomically)
+// only when missing or different. The prompt shows the absolute path. A
+// workspace that is not a folder on disk, or a cache folder that cannot be
+// written, gets the skill's text inlined in the prompt instead.
 func (l *Loader) materialize(s *Skill) {
 	if l.ws.Root() == "" {
 		s.Inline = true
 		return
 	}
-	rel := path.Join(BuiltinDir, s.Name, FileName)
-	if l.written[rel] != s.raw {
-		cur, err := l.ws.ReadFile(rel)
-		if err != nil || string(cur) != s.raw {
-			err = l.ws.MkdirAll(path.Dir(rel), 0o755)
+	sum := sha256.Sum256([]byte(s.raw))
+	rel := path.Join("builtin", hex.EncodeToString(sum[:6]), s.Name, FileName)
+	home, err := l.builtinHome()
+	if err == nil && l.written[rel] != s.raw {
+		cur, rerr := home.ReadFile(rel)
+		if rerr != nil || string(cur) != s.raw {
+			err = home.MkdirAll(path.Dir(rel), 0o755)
 			if err == nil {
-				err = l.ws.WriteFile(rel, []byte(s.raw), 0o644)
-			}
-			if err != nil {
-				s.Inline = true
-				s.Diagnostics.Add(workspace.Warning, s.Path, 0, "skill.builtin-write", "could not write %s (%s); the skill's text is put in the prompt instead", rel, workspace.RefusalMessage(err))
-				return
+				err = home.WriteFile(rel, []byte(s.raw), 0o644)
 			}
 		}
-		l.written[rel] = s.raw
 	}
-	s.Location = rel
-	if l.opts.AbsolutePaths {
-		s.Location = l.ws.Abs(rel)
+	if err != nil {
+		s.Inline = true
+		s.Diagnostics.Add(workspace.Warning, s.Path, 0, "skill.builtin-write", "could not write the built-in skill to loom's cache folder (%s; set $%s); its text is put in the prompt instead", workspace.RefusalMessage(err), EnvCacheDir)
+		return
 	}
+	l.written[rel] = s.raw
+	s.Location = home.Abs(rel)
 }

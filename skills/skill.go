@@ -44,11 +44,13 @@ type Skill struct {
 	Path string `json:"path"`
 	// Location is the path shown to the model. It equals Path, except that
 	// workspace skills are absolute when Options.AbsolutePaths is set, and
-	// that a built-in skill is shown where it was written in the workspace,
-	// .loom/builtin/<name>/SKILL.md.
+	// that a built-in skill is shown by the absolute path it was written to
+	// in loom's cache folder, <cache>/builtin/<hash>/<name>/SKILL.md
+	// (never inside the workspace).
 	Location string `json:"location"`
 	// Inline is set for a built-in skill that has no file the agent could
-	// read (the workspace is not a folder on disk, or cannot be written):
+	// read (the workspace is not a folder on disk, or the cache folder
+	// cannot be written):
 	// the prompt then carries its text.
 	Inline      bool        `json:"inline,omitempty"`
 	Frontmatter Frontmatter `json:"frontmatter"`
