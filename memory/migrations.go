@@ -66,6 +66,28 @@ var migrations = []string{
 	` + insertTrigger + `;
 	CREATE TRIGGER memories_changed_update AFTER UPDATE ON memories BEGIN UPDATE changes SET n = n + 1; END;
 	CREATE TRIGGER memories_changed_delete AFTER DELETE ON memories BEGIN UPDATE changes SET n = n + 1; END;`,
+
+	// 4: a full-text index of content and category for Search. It holds
+	// no copy of the text (content='memories'); triggers keep it in the
+	// writing transaction, and 'rebuild' indexes what a database already
+	// has. The porter tokenizer stems English words, so "running" finds
+	// "runs"; remove_diacritics lets "cafe" find "café". The rank weighs a
+	// word in the content four times one in the category's name.
+	`CREATE VIRTUAL TABLE memories_fts USING fts5(content, category,
+		content='memories', content_rowid='seq',
+		tokenize='porter unicode61 remove_diacritics 2');
+	INSERT INTO memories_fts(memories_fts) VALUES ('rebuild');
+	INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', 'bm25(1.0, 0.25)');
+	CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+		INSERT INTO memories_fts (rowid, content, category) VALUES (new.seq, new.content, new.category);
+	END;
+	CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+		INSERT INTO memories_fts (memories_fts, rowid, content, category) VALUES ('delete', old.seq, old.content, old.category);
+	END;
+	CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, category ON memories BEGIN
+		INSERT INTO memories_fts (memories_fts, rowid, content, category) VALUES ('delete', old.seq, old.content, old.category);
+		INSERT INTO memories_fts (rowid, content, category) VALUES (new.seq, new.content, new.category);
+	END;`,
 }
 
 // insertTrigger moves the change counter on every insert. Import, which

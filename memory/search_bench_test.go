@@ -1,0 +1,191 @@
+package memory
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// zipfText makes memories and queries from a vocabulary of 20,000 made-up
+// words drawn with a Zipf law, as natural text is: a few words are in most
+// memories, most words in few. The same seed gives the same text.
+type zipfText struct {
+	rng   *rand.Rand
+	zipf  *rand.Zipf
+	vocab []string
+}
+
+func newZipfText(seed uint64) *zipfText {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	syll := strings.Fields("ka lo mi ra ten su vo ne pa di gor fi ul bre sha tom el ix")
+	vocab := make([]string, 20000)
+	for i := range vocab {
+		var b strings.Builder
+		for n := i; ; n /= len(syll) {
+			b.WriteString(syll[n%len(syll)])
+			if n < len(syll) {
+				break
+			}
+		}
+		vocab[i] = b.String()
+	}
+	return &zipfText{rng: rng, zipf: rand.NewZipf(rng, 1.1, 2, uint64(len(vocab)-1)), vocab: vocab}
+}
+
+func (z *zipfText) sentence(words int) string {
+	ws := make([]string, words)
+	for i := range ws {
+		ws[i] = z.vocab[z.zipf.Uint64()]
+	}
+	return strings.Join(ws, " ") + "."
+}
+
+// memories makes n memories of 6 to 30 words, one user's, a minute apart.
+func (z *zipfText) memories(n int, user string) []Memory {
+	t := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	out := make([]Memory, n)
+	for i := range out {
+		out[i] = Memory{ID: "z" + strconv.Itoa(i), Category: "personal_fact", User: user,
+			Content: z.sentence(6 + z.rng.IntN(25)), CreatedAt: t.Add(time.Duration(i) * time.Minute)}
+	}
+	return out
+}
+
+// BenchmarkSearch ranks one user's memories for a turn's text (a 12-word
+// message and a 12-word previous turn, 24 terms) at 10,000 memories, beside
+// the floor: reading the same rows by key with a plain SELECT.
+func BenchmarkSearch(b *testing.B) {
+	s, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	benchSearch(b, s, 10000)
+}
+
+// BenchmarkSearch1M is BenchmarkSearch at 1,000,000 memories. Making them
+// takes minutes, so it runs only with LOOM_BENCH_1M=1 and keeps the
+// database in the temporary folder for the next run.
+func BenchmarkSearch1M(b *testing.B) {
+	if os.Getenv("LOOM_BENCH_1M") != "1" {
+		b.Skip("set LOOM_BENCH_1M=1 to run (builds a 1M-memory database once in the temporary folder)")
+	}
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("loom-search-1m-v%d.db", SchemaVersion()))
+	s, err := OpenSQLite(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	benchSearch(b, s, 1000000)
+}
+
+func benchSearch(b *testing.B, s *SQLite, n int) {
+	z := newZipfText(1)
+	var have int
+	if err := s.db.QueryRow(`SELECT count(*) FROM memories`).Scan(&have); err != nil {
+		b.Fatal(err)
+	}
+	if have != n {
+		if have != 0 {
+			b.Fatalf("%s has %d memories, want 0 or %d", s.Path(), have, n)
+		}
+		for i := 0; i < n; i += 100000 {
+			ms := z.memories(min(100000, n-i), "ana")
+			for j := range ms {
+				ms[j].ID = "z" + strconv.Itoa(i+j)
+			}
+			if err := s.Import(ctx, ms); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	queries := make([]string, 64)
+	for i := range queries {
+		queries[i] = z.sentence(12) + " " + z.sentence(12)
+	}
+	var found [][]Hit
+	b.Run(fmt.Sprintf("n=%d/search", n), func(b *testing.B) {
+		found = found[:0]
+		i := 0
+		for b.Loop() {
+			hits, err := s.Search(ctx, SearchQuery{Text: queries[i%len(queries)], User: "ana", Limit: 20})
+			if err != nil || len(hits) == 0 {
+				b.Fatal(len(hits), err)
+			}
+			if len(found) < len(queries) {
+				found = append(found, hits)
+			}
+			i++
+		}
+	})
+	b.Run(fmt.Sprintf("n=%d/select-floor", n), func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			hits := found[i%len(found)]
+			seqs := make([]string, len(hits))
+			for j, h := range hits {
+				seqs[j] = strconv.FormatInt(h.seq, 10)
+			}
+			rows, err := s.db.QueryContext(ctx, `SELECT seq, id, category, content, user, chat, created_s, created_ns FROM memories WHERE seq IN (`+strings.Join(seqs, ",")+`)`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			k := 0
+			for rows.Next() {
+				var m Memory
+				var seq, sec, nsec int64
+				if err := rows.Scan(&seq, &m.ID, &m.Category, &m.Content, &m.User, &m.Chat, &sec, &nsec); err != nil {
+					b.Fatal(err)
+				}
+				k++
+			}
+			rows.Close()
+			if k != len(hits) {
+				b.Fatal(k, len(hits))
+			}
+			i++
+		}
+	})
+}
+
+// BenchmarkAddIndexed is BenchmarkAdd with the full-text index kept and,
+// as the baseline in the same run, with its triggers dropped (the write as
+// it was before the index).
+func BenchmarkAddIndexed(b *testing.B) {
+	z := newZipfText(2)
+	for _, indexed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("index=%v", indexed), func(b *testing.B) {
+			s, err := Open(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if !indexed {
+				for _, tr := range []string{"insert", "update", "delete"} {
+					if _, err := s.db.Exec(`DROP TRIGGER memories_fts_` + tr); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if err := s.Import(ctx, z.memories(10000, "ana")); err != nil {
+				b.Fatal(err)
+			}
+			texts := make([]string, 256)
+			for i := range texts {
+				texts[i] = z.sentence(6 + z.rng.IntN(25))
+			}
+			i := 0
+			for b.Loop() {
+				if _, err := s.Add(ctx, NewMemory{Category: "personal_fact", User: "ana", Content: texts[i%len(texts)]}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
