@@ -78,12 +78,12 @@ func TestSearchSQLite(t *testing.T) {
 		}
 		return ms[0].ID
 	}
-	marathon := add("ana", "Ana runs marathons in the spring")     // m1
-	cat := add("ana", "Ana has a cat called Miso")                  // m2
+	marathon := add("ana", "Ana runs marathons in the spring")       // m1
+	cat := add("ana", "Ana has a cat called Miso")                   // m2
 	shared := add("", "The team meets on Mondays to plan marathons") // m3
-	bob := add("bob", "Bob runs a bakery")                          // m4
-	old := add("ana", "Ana's sister lives in Lyon")                 // m5
-	newer := add("ana", "Ana's sister lives in Lyon")               // m6, same text, newer
+	bob := add("bob", "Bob runs a bakery")                           // m4
+	old := add("ana", "Ana's sister lives in Lyon")                  // m5
+	newer := add("ana", "Ana's sister lives in Lyon")                // m6, same text, newer
 
 	// Stemming: "running" finds "runs"; the scope keeps Bob out and
 	// brings the workspace's memories in.
