@@ -203,7 +203,15 @@ type LLMConfig struct {
 	Timeout   Duration `yaml:"timeout"`
 	// MaxReplyBytes bounds a reply's text and tool arguments while it
 	// streams; 0 is the llm package's default (1 MiB).
-	MaxReplyBytes int64               `yaml:"max_reply_bytes"`
+	MaxReplyBytes int64 `yaml:"max_reply_bytes"`
+	// ContextWindow is the model's context window in tokens: a request
+	// over it less the reply's reserve has its oldest history left out
+	// (package fit). 0 means the window loom knows for the model
+	// (fit.KnownWindow), and no fitting for a model it does not know.
+	ContextWindow int `yaml:"context_window"`
+	// ReserveOutput is the room kept for the reply when a request names
+	// no max_tokens; default DefaultReserveOutput.
+	ReserveOutput int                 `yaml:"reserve_output"`
 	Extraction    ExtractionConfig    `yaml:"extraction"`
 	Consolidation ConsolidationConfig `yaml:"consolidation"`
 }
@@ -255,6 +263,7 @@ const (
 	DefaultSkillsDebounce  = 300 * time.Millisecond
 	DefaultLLMTimeout      = 60 * time.Second
 	DefaultRuntimePosition = "after" // after the user text: the issue's default, and nanobot's latest
+	DefaultReserveOutput   = 4096
 )
 
 // Default is the configuration of a workspace without loom.yaml,
@@ -265,7 +274,7 @@ func Default() *Config {
 		Runtime:     Runtime{Placement: DefaultRuntimePosition},
 		Skills:      SkillsConfig{Debounce: Duration(DefaultSkillsDebounce)},
 		Memory:      MemoryConfig{Budget: DefaultMemoryBudget},
-		LLM:         LLMConfig{Timeout: Duration(DefaultLLMTimeout)},
+		LLM:         LLMConfig{Timeout: Duration(DefaultLLMTimeout), ReserveOutput: DefaultReserveOutput},
 	}
 }
 
@@ -394,6 +403,9 @@ func (c *Config) fillDefaults(def *Config) {
 	if !c.has("llm.timeout") {
 		c.LLM.Timeout = def.LLM.Timeout
 	}
+	if !c.has("llm.reserve_output") {
+		c.LLM.ReserveOutput = def.LLM.ReserveOutput
+	}
 }
 
 var (
@@ -513,6 +525,23 @@ func (c *Config) validate() error {
 	}
 	positive("llm.consolidation.threshold_tokens", int64(c.LLM.Consolidation.ThresholdTokens))
 	positive("llm.max_reply_bytes", c.LLM.MaxReplyBytes)
+	positive("llm.context_window", int64(c.LLM.ContextWindow))
+	positive("llm.reserve_output", int64(c.LLM.ReserveOutput))
+	if w, r := c.LLM.ContextWindow, c.LLM.ReserveOutput; w > 0 && r >= w {
+		fail("llm.reserve_output", "%d leaves no room for the prompt in the %d-token llm.context_window", r, w)
+	}
+	for _, name := range sortedKeys(c.Gateway.Models) {
+		e, key := c.Gateway.Models[name], "gateway.models."+name
+		if strings.TrimSpace(name) == "" {
+			fail(key, "a model name must not be empty")
+		}
+		nonEmpty(key+".model", e.Model)
+		positive(key+".context_window", int64(e.ContextWindow))
+		positive(key+".reserve_output", int64(e.ReserveOutput))
+		if w, r := e.ContextWindow, e.ReserveOutput; w > 0 && r >= w {
+			fail(key+".reserve_output", "%d leaves no room for the prompt in the %d-token context_window", r, w)
+		}
+	}
 	return err
 }
 
@@ -528,7 +557,7 @@ func (m MemoryConfig) ExcludesCurrentChat() bool {
 
 func indexKey(key string, i int) string { return key + "[" + strconv.Itoa(i) + "]" }
 
-func sortedKeys(m map[string]int) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

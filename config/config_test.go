@@ -173,7 +173,13 @@ func TestConfigFullExample(t *testing.T) {
 			Timeout:       Duration(45 * time.Second),
 			Extraction:    ExtractionConfig{Enabled: &yes, IncludeAssistant: &no},
 			Consolidation: ConsolidationConfig{Enabled: &no, ThresholdTokens: 6000},
+			ContextWindow: 200000,
+			ReserveOutput: 8000,
 		},
+		Gateway: GatewayConfig{ClientSystem: "append", Models: map[string]ModelEntry{
+			"claude-sonnet-4-5": {Model: "gpt-4.1"},
+			"local-llama":       {ContextWindow: 32768, ReserveOutput: 2048},
+		}},
 		File: "loom.yaml",
 	}
 	if got.Line("budget.sections.skills") != 26 || got.Line("disable[1]") != 35 || got.Line("preset") != 12 || got.Line("nope") != 0 {
@@ -322,5 +328,36 @@ func TestAbsoluteSkillsPathIsAllowed(t *testing.T) {
 	}
 	if len(c.Skills.Paths) != 2 || c.Skills.Paths[0] != "/opt/team-skills" {
 		t.Errorf("paths %v", c.Skills.Paths)
+	}
+}
+
+func TestWindowPerModel(t *testing.T) {
+	c, err := Parse("loom.yaml", []byte("llm:\n  context_window: 8000\ngateway:\n  models:\n    small: {context_window: 4000}\n    roomy: {reserve_output: 1000}\n    alias: gpt-4o\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for model, want := range map[string][2]int{"small": {4000, 4096}, "roomy": {8000, 1000}, "alias": {8000, 4096}, "other": {8000, 4096}} {
+		if w, r := c.Window(model); w != want[0] || r != want[1] {
+			t.Errorf("Window(%q) = %d, %d; want %d, %d", model, w, r, want[0], want[1])
+		}
+	}
+	if c.Gateway.Models["alias"].Model != "gpt-4o" {
+		t.Errorf("the short form gave %+v", c.Gateway.Models["alias"])
+	}
+	if w, r := Default().Window("gpt-4o"); w != 0 || r != DefaultReserveOutput {
+		t.Errorf("defaults: window %d reserve %d, want 0 and %d", w, r, DefaultReserveOutput)
+	}
+	for text, want := range map[string]string{
+		"llm:\n  context_window: 0\n":                             "loom.yaml:2: llm.context_window: must be a positive number, got 0",
+		"llm:\n  context_window: 4000\n  reserve_output: 4000\n":  "loom.yaml:3: llm.reserve_output: 4000 leaves no room for the prompt in the 4000-token llm.context_window",
+		"gateway:\n  models:\n    m:\n      context_window: -1\n": "loom.yaml:4: gateway.models.m.context_window: must be a positive number, got -1",
+		"gateway:\n  models:\n    m: [1]\n":                       "loom.yaml:3: gateway.models.m: expected a mapping, got a list",
+		"gateway:\n  models:\n    m: \"\"\n":                      "loom.yaml:3: gateway.models.m.model: must not be empty",
+		"gateway:\n  models:\n    m: {windo: 3}\n":                `loom.yaml:3: unknown field "windo"`,
+	} {
+		_, err := Parse("loom.yaml", []byte(text))
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: err = %v, want %s", text, err, want)
+		}
 	}
 }

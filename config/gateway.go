@@ -11,6 +11,37 @@ type GatewayConfig struct {
 	// ForwardAuth forwards the client's Authorization header to the
 	// upstream when loom has no key of its own for it. Nil means false.
 	ForwardAuth *bool `yaml:"forward_auth"`
+	// Models are settings per model, keyed by the model name a client
+	// asks for.
+	Models map[string]ModelEntry `yaml:"models"`
+}
+
+// ModelEntry is one gateway.models entry. Written as a plain string,
+// "claude-sonnet-4-5: gpt-4.1", it is Model alone.
+type ModelEntry struct {
+	// Model is the upstream model the name stands for; "" keeps it.
+	Model string `yaml:"model"`
+	// ContextWindow and ReserveOutput override llm.context_window and
+	// llm.reserve_output for this model; 0 keeps those.
+	ContextWindow int `yaml:"context_window"`
+	ReserveOutput int `yaml:"reserve_output"`
+}
+
+// Window returns the context window and the reply's reserve for a model,
+// by the name the client asked for: its gateway.models entry's where set,
+// else llm.context_window and llm.reserve_output. A window of 0 means
+// loom.yaml does not say; the caller may ask fit.KnownWindow.
+func (c *Config) Window(model string) (window, reserve int) {
+	window, reserve = c.LLM.ContextWindow, c.LLM.ReserveOutput
+	if e, ok := c.Gateway.Models[model]; ok {
+		if e.ContextWindow > 0 {
+			window = e.ContextWindow
+		}
+		if e.ReserveOutput > 0 {
+			reserve = e.ReserveOutput
+		}
+	}
+	return window, reserve
 }
 
 // Gateway client_system modes.

@@ -67,7 +67,10 @@ type decoder struct {
 	budget int // nodes left to visit: aliases cannot blow up the work
 }
 
-var durationType = reflect.TypeFor[Duration]()
+var (
+	durationType   = reflect.TypeFor[Duration]()
+	modelEntryType = reflect.TypeFor[ModelEntry]()
+)
 
 func (d *decoder) errAt(key string, n *yaml.Node, format string, args ...any) error {
 	line := n.Line
@@ -121,6 +124,11 @@ func (d *decoder) decode(n *yaml.Node, key string, v reflect.Value) error {
 		}
 		v.SetInt(int64(dur))
 		return nil
+	}
+	if t == modelEntryType && n.Kind == yaml.ScalarNode {
+		// "alias: upstream-model", short for {model: upstream-model}
+		d.lines[key+".model"] = n.Line
+		return d.decode(n, key+".model", v.FieldByName("Model"))
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

@@ -2,6 +2,7 @@ package messages
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -191,4 +192,36 @@ func pairTools(msgs []Message, rep *CleanReport) []Message {
 		i = j - 1
 	}
 	return out
+}
+
+// CutMiddle shortens s to at most max tokens as c counts them, keeping its
+// head and tail around a marker line that says how many characters were
+// cut, so the model sees both how a message began and how it ended. It
+// returns s unchanged when it fits, and the marker alone when not even a
+// character of each end fits (which may still be over max). Like
+// CutToolResult it cuts between characters, never inside one, and a result
+// within max is returned as is when cut again.
+func CutMiddle(s string, max int, c Counter) string {
+	if max < 0 || c.Count(s) <= max {
+		return s
+	}
+	runes := []rune(s)
+	n := len(runes)
+	marker := func(cut int) string {
+		return fmt.Sprintf("\n\n[… %d characters cut by loom from the middle of this message …]\n\n", cut)
+	}
+	// Start from the share of characters the token ratio allows, then give
+	// up a tenth at a time until the exact count fits: a few counts, not
+	// a search over every length.
+	total := c.Count(s)
+	keep := int(float64(n) * float64(max) / float64(total))
+	for keep > 1 {
+		head, tail := keep/2, keep-keep/2
+		out := string(runes[:head]) + marker(n-keep) + string(runes[n-tail:])
+		if c.Count(out) <= max {
+			return out
+		}
+		keep = keep * 9 / 10
+	}
+	return strings.TrimSpace(marker(n))
 }

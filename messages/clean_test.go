@@ -172,3 +172,48 @@ func forms(t *testing.T, m Message) [2]string {
 	}
 	return [2]string{string(n), string(o)}
 }
+
+func TestCutMiddle(t *testing.T) {
+	c := newCounter(t)
+	var b strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&b, "line %d of the log, with ünïcode ✓\n", i)
+	}
+	s := b.String()
+	total := c.Count(s)
+	for _, max := range []int{total, total - 1, 5000, 200, 40} {
+		got := CutMiddle(s, max, c)
+		if n := c.Count(got); n > max {
+			t.Errorf("max %d: %d tokens", max, n)
+		}
+		if !utf8.ValidString(got) {
+			t.Errorf("max %d: invalid UTF-8", max)
+		}
+		if max == total {
+			if got != s {
+				t.Errorf("a text that fits was changed")
+			}
+			continue
+		}
+		head, tail, ok := strings.Cut(got, "\n\n[… ")
+		if !ok || !strings.HasPrefix(s, head) || !strings.Contains(tail, " characters cut by loom from the middle of this message …]\n\n") {
+			t.Fatalf("max %d: no head and marker: %.200q", max, got)
+		}
+		_, end, _ := strings.Cut(tail, "…]\n\n")
+		if !strings.HasSuffix(s, end) || len(end) == 0 {
+			t.Errorf("max %d: the tail is not the text's end", max)
+		}
+		// The marker's figure is the characters left out.
+		var cut int
+		fmt.Sscanf(tail, "%d", &cut)
+		if kept := utf8.RuneCountInString(head) + utf8.RuneCountInString(end); kept+cut != utf8.RuneCountInString(s) {
+			t.Errorf("max %d: %d kept + %d cut != %d", max, kept, cut, utf8.RuneCountInString(s))
+		}
+		if again := CutMiddle(got, max, c); again != got {
+			t.Errorf("max %d: cutting again changed it", max)
+		}
+	}
+	if got := CutMiddle(s, 3, c); !strings.HasPrefix(got, "[… ") {
+		t.Errorf("nothing fits: %q", got)
+	}
+}
