@@ -92,8 +92,9 @@ type Options struct {
 	// DefaultNoteBudget.
 	NoteBudget int
 	// ShrinkSystem renders the system prompt again within room tokens,
-	// when even an empty history leaves too much. Nil keeps it as it is.
-	ShrinkSystem func(room int) (string, error)
+	// when even an empty history leaves too much, and names its sections.
+	// Nil keeps it as it is.
+	ShrinkSystem func(room int) (string, []messages.Section, error)
 }
 
 // Report says what Fit did.
@@ -139,6 +140,23 @@ type Result struct {
 	// unchanged.
 	Messages []messages.Message
 	Report   Report
+	// Note is the note that stands where history was dropped, when
+	// Report.Note is set.
+	Note messages.Message
+	// SystemSections are the sections of a system prompt rendered again.
+	SystemSections []messages.Section
+}
+
+// History returns what stands for history in the fitted list: the note,
+// then history less the messages dropped. history is the history as the
+// caller had it, the messages between the system message and the current
+// turn that Fit was given.
+func (r *Result) History(history []messages.Message) []messages.Message {
+	kept := history[min(r.Report.Dropped, len(history)):]
+	if !r.Report.Note {
+		return kept
+	}
+	return append([]messages.Message{r.Note}, kept...)
 }
 
 // ErrNoRoom is returned when the reserve for the reply takes the whole
@@ -184,8 +202,10 @@ func Fit(msgs []messages.Message, opts Options) (*Result, error) {
 		rep.Tokens = rep.Before
 		return &Result{Messages: msgs, Report: rep}, nil
 	}
-	out := f.fit()
-	return &Result{Messages: out, Report: rep}, nil
+	res := &Result{Report: rep}
+	res.Messages = f.fit(res)
+	res.Report = rep
+	return res, nil
 }
 
 // fitter is one Fit call's state.
@@ -212,13 +232,7 @@ func (f *fitter) measure() {
 	if len(msgs) > 0 && msgs[0].Role == messages.RoleSystem {
 		f.sys = 1
 	}
-	f.tail = f.sys
-	for i := len(msgs) - 1; i >= f.sys; i-- {
-		if msgs[i].Role == messages.RoleUser {
-			f.tail = i
-			break
-		}
-	}
+	f.tail = currentStart(msgs)
 	f.costs = make([]int, len(msgs))
 	for i, m := range msgs {
 		if i == 0 && f.sys == 1 && f.opts.SystemTokens > 0 {
@@ -262,7 +276,7 @@ func (f *fitter) dropped(k int) int {
 	return f.units[k] - f.sys
 }
 
-func (f *fitter) fit() []messages.Message {
+func (f *fitter) fit(res *Result) []messages.Message {
 	rep, budget := f.rep, f.rep.Budget
 	step := max(int(float64(budget)*f.opts.Step), 1)
 	// The history goes in steps: at step m every unit that starts before
@@ -309,7 +323,7 @@ func (f *fitter) fit() []messages.Message {
 		if room < 0 {
 			room = 0
 		}
-		if s, err := f.opts.ShrinkSystem(room); err != nil {
+		if s, secs, err := f.opts.ShrinkSystem(room); err != nil {
 			rep.Reasons = append(rep.Reasons, "the system prompt could not be rendered again within "+itoa(room)+" tokens: "+err.Error())
 		} else {
 			newCost := PerMessage + f.c.Count(string(messages.RoleSystem)) + f.c.Count(s)
@@ -317,6 +331,7 @@ func (f *fitter) fit() []messages.Message {
 			f.fixed += newCost - sysCost
 			f.costs[0] = newCost
 			system = s
+			res.SystemSections = secs
 			rep.SystemRoom = max(room, 1)
 		}
 	}
@@ -357,7 +372,8 @@ func (f *fitter) fit() []messages.Message {
 		out = append(out, sm)
 	}
 	if note != "" {
-		out = append(out, noteMessage(note))
+		res.Note = noteMessage(note)
+		out = append(out, res.Note)
 	}
 	if k < len(f.units) {
 		out = append(out, f.msgs[f.units[k]:f.tail]...)

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/loomctx/loom/fit"
+	"github.com/loomctx/loom/internal/fittest"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/tokens"
 )
@@ -22,35 +22,6 @@ func counter(t testing.TB) tokens.Counter {
 	return c
 }
 
-// filler is n words of plain prose, different for each seed.
-func filler(seed, n int) string {
-	words := []string{"river", "ledger", "amber", "quartz", "harbor", "meadow", "signal", "copper", "lantern", "orbit", "thistle", "cobalt"}
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(words[(seed*7+i*3+i/5)%len(words)])
-	}
-	return b.String()
-}
-
-// conversation is turns of user question, assistant tool call, tool
-// result and assistant answer, each turn about words tokens of text.
-func conversation(turns, words int) []messages.Message {
-	var msgs []messages.Message
-	for i := range turns {
-		id := fmt.Sprintf("call_%03d", i)
-		msgs = append(msgs,
-			messages.Message{Role: messages.RoleUser, Content: messages.TextContent(fmt.Sprintf("question %d: %s", i, filler(i, words/4)))},
-			messages.Message{Role: messages.RoleAssistant, ToolCalls: []messages.ToolCall{messages.NewToolCall(id, "search", fmt.Sprintf(`{"q":"turn %d"}`, i))}},
-			messages.Message{Role: messages.RoleTool, ToolCallID: id, Content: messages.TextContent(filler(i+1, words/2))},
-			messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(fmt.Sprintf("answer %d: %s", i, filler(i+2, words/4)))},
-		)
-	}
-	return msgs
-}
-
 func system(text string) messages.Message {
 	return messages.Message{Role: messages.RoleSystem, Content: messages.TextContent(text)}
 }
@@ -60,94 +31,31 @@ func user(text string) messages.Message {
 }
 
 // wireTokens counts a request the way the upstream sees it, from its
-// OpenAI wire form and independently of fit.MessageTokens: per message 3
-// tokens of framing, the role, the content's text, the tool call id and,
-// for each call, its id, name and arguments; 3 more to prime the reply.
+// OpenAI wire form and independently of fit.MessageTokens.
 func wireTokens(t testing.TB, c tokens.Counter, msgs []messages.Message) int {
 	t.Helper()
-	wire, err := messages.OpenAI(msgs)
+	wire, err := fittest.Wire(msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := json.Marshal(wire)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return countWire(t, c, data)
+	return fittest.Tokens(c.Count, wire)
 }
 
-func countWire(t testing.TB, c tokens.Counter, data []byte) int {
-	t.Helper()
-	var got []struct {
-		Role       string          `json:"role"`
-		Content    json.RawMessage `json:"content"`
-		ToolCallID string          `json:"tool_call_id"`
-		ToolCalls  []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
-	}
-	if err := json.Unmarshal(data, &got); err != nil {
-		t.Fatal(err)
-	}
-	n := 3
-	for _, m := range got {
-		n += 3 + c.Count(m.Role) + c.Count(m.ToolCallID)
-		var s string
-		if json.Unmarshal(m.Content, &s) == nil {
-			n += c.Count(s)
-		} else {
-			var parts []struct{ Text string }
-			json.Unmarshal(m.Content, &parts)
-			for _, p := range parts {
-				n += c.Count(p.Text)
-			}
-		}
-		for _, tc := range m.ToolCalls {
-			n += c.Count(tc.ID) + c.Count(tc.Function.Name) + c.Count(tc.Function.Arguments)
-		}
-	}
-	return n
-}
-
-// checkPairs fails on a tool result whose call is not in the assistant
-// message before its run, and on a call without its result.
+// checkPairs fails on an orphaned tool call or result.
 func checkPairs(t *testing.T, msgs []messages.Message) {
 	t.Helper()
-	for i, m := range msgs {
-		if m.Role != messages.RoleAssistant || len(m.ToolCalls) == 0 {
-			continue
-		}
-		results := map[string]bool{}
-		for j := i + 1; j < len(msgs) && msgs[j].Role == messages.RoleTool; j++ {
-			results[msgs[j].ToolCallID] = true
-		}
-		for _, tc := range m.ToolCalls {
-			if !results[tc.ID] {
-				t.Errorf("message %d: tool call %s has no result after it", i, tc.ID)
-			}
-		}
+	wire, err := fittest.Wire(msgs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, m := range msgs {
-		if m.Role != messages.RoleTool {
-			continue
-		}
-		j := i - 1
-		for j >= 0 && msgs[j].Role == messages.RoleTool {
-			j--
-		}
-		if j < 0 || !slices.ContainsFunc(msgs[j].ToolCalls, func(tc messages.ToolCall) bool { return tc.ID == m.ToolCallID }) {
-			t.Errorf("message %d: tool result %s has no call before it", i, m.ToolCallID)
-		}
+	for _, o := range fittest.Orphans(wire) {
+		t.Error(o)
 	}
 }
 
 func TestFitsUnchanged(t *testing.T) {
 	c := counter(t)
-	msgs := append([]messages.Message{system("You are terse.")}, conversation(3, 80)...)
+	msgs := append([]messages.Message{system("You are terse.")}, fittest.Conversation(3, 80)...)
 	msgs = append(msgs, user("and now?"))
 	res, err := fit.Fit(msgs, fit.Options{Window: 8000, Reserve: 500, Counter: c})
 	if err != nil {
@@ -166,7 +74,7 @@ func TestFitsUnchanged(t *testing.T) {
 
 func TestFitDropsOldestUnits(t *testing.T) {
 	c := counter(t)
-	hist := conversation(110, 300)
+	hist := fittest.Conversation(110, 300)
 	msgs := append([]messages.Message{system("You are a careful research assistant.")}, hist...)
 	msgs = append(msgs, user("What did we find in the end?"))
 	before := wireTokens(t, c, msgs)
@@ -225,7 +133,7 @@ func TestFitDropsOldestUnits(t *testing.T) {
 func TestFitSharesPrefixAcrossTurns(t *testing.T) {
 	c := counter(t)
 	run := func(step float64) (breaks int, shared []int) {
-		hist := conversation(60, 300)
+		hist := fittest.Conversation(60, 300)
 		var prev []messages.Message
 		for turn := range 20 {
 			msgs := append([]messages.Message{system("You are a careful research assistant.")}, hist...)
@@ -256,8 +164,8 @@ func TestFitSharesPrefixAcrossTurns(t *testing.T) {
 			}
 			prev = out
 			// The client's next turn: the reply and a tool round.
-			hist = append(msgs[1:], conversation(1, 300)...)
-			hist[len(hist)-4].Content = messages.TextContent(fmt.Sprintf("question %d: %s", 60+turn, filler(turn, 75)))
+			hist = append(msgs[1:], fittest.Conversation(1, 300)...)
+			hist[len(hist)-4].Content = messages.TextContent(fmt.Sprintf("question %d: %s", 60+turn, fittest.Filler(turn, 75)))
 		}
 		return breaks, shared
 	}
@@ -265,7 +173,7 @@ func TestFitSharesPrefixAcrossTurns(t *testing.T) {
 	t.Logf("steps of 20%%: %d prefix breaks in 19 turn changes; shared prefixes (tokens): %v", breaks, shared)
 	// A turn adds some 400 tokens and a step is 1,500 (a fifth of 7,500):
 	// the prefix may break once in every three or four turns, no more.
-	perTurn := wireTokens(t, c, conversation(1, 300)) - 3
+	perTurn := wireTokens(t, c, fittest.Conversation(1, 300)) - 3
 	if limit := 19*perTurn/1500 + 1; breaks > limit {
 		t.Errorf("%d of 19 consecutive turns broke the prefix; a turn adds %d tokens, so steps of 1,500 allow %d", breaks, perTurn, limit)
 	}
@@ -284,9 +192,9 @@ func TestFitSharesPrefixAcrossTurns(t *testing.T) {
 
 func TestFitNoteCarriesLatestSummaries(t *testing.T) {
 	c := counter(t)
-	msgs := append([]messages.Message{system("sys")}, conversation(60, 300)...)
+	msgs := append([]messages.Message{system("sys")}, fittest.Conversation(60, 300)...)
 	msgs = append(msgs, user("go on"))
-	entries := []string{"[2026-01-01 10:00] Old entry " + filler(1, 600), "[2026-01-02 10:00] Searched the archive for amber.", "[2026-01-03 10:00] Compared quartz and cobalt prices."}
+	entries := []string{"[2026-01-01 10:00] Old entry " + fittest.Filler(1, 600), "[2026-01-02 10:00] Searched the archive for amber.", "[2026-01-03 10:00] Compared quartz and cobalt prices."}
 	res, err := fit.Fit(msgs, fit.Options{Window: 8000, Reserve: 500, Counter: c, Summaries: entries, NoteBudget: 200})
 	if err != nil {
 		t.Fatal(err)
@@ -305,15 +213,15 @@ func TestFitNoteCarriesLatestSummaries(t *testing.T) {
 
 func TestFitShrinksSystemThenNoteThenCuts(t *testing.T) {
 	c := counter(t)
-	big := filler(3, 6000) // some 6,000 tokens
+	big := fittest.Filler(3, 6000) // some 6,000 tokens
 	msgs := []messages.Message{system(big)}
-	msgs = append(msgs, conversation(4, 200)...)
-	msgs = append(msgs, user("question: "+filler(4, 3000)))
+	msgs = append(msgs, fittest.Conversation(4, 200)...)
+	msgs = append(msgs, user("question: "+fittest.Filler(4, 3000)))
 	var asked int
 	res, err := fit.Fit(msgs, fit.Options{Window: 8000, Reserve: 500, Counter: c,
-		ShrinkSystem: func(room int) (string, error) {
+		ShrinkSystem: func(room int) (string, []messages.Section, error) {
 			asked = room
-			return filler(3, 2000), nil // the render's budget dropped memories and skills
+			return fittest.Filler(3, 2000), nil, nil // the render's budget dropped memories and skills
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -326,7 +234,7 @@ func TestFitShrinksSystemThenNoteThenCuts(t *testing.T) {
 	if got := wireTokens(t, c, res.Messages); got > 7500 || got != rep.Tokens {
 		t.Errorf("%d tokens (report %d), want ≤ 7500", got, rep.Tokens)
 	}
-	if res.Messages[0].Content.Text != filler(3, 2000) || rep.Dropped != 16 {
+	if res.Messages[0].Content.Text != fittest.Filler(3, 2000) || rep.Dropped != 16 {
 		t.Errorf("want the shrunk system prompt and all 16 history messages gone; dropped %d", rep.Dropped)
 	}
 	if msgs[0].Content.Text != big {
@@ -344,7 +252,7 @@ func TestFitShrinksSystemThenNoteThenCuts(t *testing.T) {
 	if rep.Note || rep.Cut != 1 || !strings.Contains(last, "characters cut by loom from the middle of this message") {
 		t.Errorf("want no note and the current message cut: %+v", rep)
 	}
-	if !strings.HasPrefix(last, "question: ") || !strings.HasSuffix(last, filler(4, 3000)[len(filler(4, 3000))-40:]) {
+	if !strings.HasPrefix(last, "question: ") || !strings.HasSuffix(last, fittest.Filler(4, 3000)[len(fittest.Filler(4, 3000))-40:]) {
 		t.Errorf("the cut message lost its head or its tail")
 	}
 	if got := wireTokens(t, c, res.Messages); got > 7500 || got != rep.Tokens || rep.Over != 0 {
@@ -376,7 +284,7 @@ func TestFitNoRoom(t *testing.T) {
 
 func TestFitHistoryOpeningWithAssistant(t *testing.T) {
 	c := counter(t)
-	hist := conversation(40, 300)[3:] // starts with the answer of turn 0
+	hist := fittest.Conversation(40, 300)[3:] // starts with the answer of turn 0
 	msgs := append([]messages.Message{system("sys")}, hist...)
 	msgs = append(msgs, user("next"))
 	res, err := fit.Fit(msgs, fit.Options{Window: 8000, Reserve: 500, Counter: c})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/cmd/loom/shared"
+	"github.com/loomctx/loom/fit"
 	"github.com/loomctx/loom/internal/jsonout"
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/messages"
@@ -46,6 +47,15 @@ type MessagesOptions struct {
 	MinCacheTokens int
 	MaxImageBytes  int64
 	MaxMediaBytes  int64
+	// ContextWindow fits the list into this many tokens (package fit); 0
+	// means loom.yaml's llm.context_window, else the window loom knows for
+	// llm.model, else no fitting. ReserveOutput is the reply's room; 0
+	// means loom.yaml's llm.reserve_output.
+	ContextWindow int
+	ReserveOutput int
+	// logEntries are the workspace's conversation-log entries, for the
+	// note where history is dropped from a consolidated session.
+	logEntries func() []string
 
 	// SystemPrompt renders the system prompt; nil means the workspace's,
 	// rendered by a builder the command shares with /name expansion.
@@ -83,11 +93,20 @@ system prompt (and after the last history message with --cache-history);
 json the neutral messages with a report: the stable prefix's sha256 and
 token count, and a sha256 per system section and per history message.
 --cache-diff PREVIOUS.json compares that report with a previous one and
-names the first section or message where the prefix changed.`,
+names the first section or message where the prefix changed.
+
+--context-window N fits the list into a model's window (default: loom.yaml
+llm.context_window, else the window loom knows for llm.model): when it
+passes N less the reply's room (--reserve-output, default loom.yaml
+llm.reserve_output, 4096), the oldest history goes in whole turns, with a
+note where it was; then the system prompt is rendered within the room left;
+then the note goes; then the current message is cut in its middle. What
+went is printed on stderr, and under "fit" in --format json.`,
 		Example: `  loom messages -w ws --message "What changed?" --history chat.jsonl
   loom messages --message-file q.txt --media shot.png --format anthropic --cache-history
   loom messages --message hi --history h.jsonl --format json > turn1.json
-  loom messages --message again --history h2.jsonl --cache-diff turn1.json`,
+  loom messages --message again --history h2.jsonl --cache-diff turn1.json
+  loom messages --message "go on" --history long.jsonl --context-window 8000 --reserve-output 500`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -113,6 +132,8 @@ names the first section or message where the prefix changed.`,
 	fl.IntVar(&opts.MinCacheTokens, "min-cache-tokens", messages.DefaultMinCacheTokens, "warn when the stable prefix is smaller (varies by provider and model)")
 	fl.Int64Var(&opts.MaxImageBytes, "max-image-bytes", messages.DefaultMaxImageBytes, "largest image to attach")
 	fl.Int64Var(&opts.MaxMediaBytes, "max-media-bytes", messages.DefaultMaxMediaBytes, "most image bytes in one turn")
+	fl.IntVar(&opts.ContextWindow, "context-window", 0, "fit the list into this many tokens (default: loom.yaml llm.context_window)")
+	fl.IntVar(&opts.ReserveOutput, "reserve-output", 0, "tokens kept for the reply when fitting (default: loom.yaml llm.reserve_output, 4096)")
 	cmd.MarkFlagsMutuallyExclusive("message", "message-file")
 	return cmd
 }
@@ -143,6 +164,12 @@ func (o *MessagesOptions) check() error {
 	}
 	if o.MinCacheTokens < 0 || o.MaxImageBytes <= 0 || o.MaxMediaBytes <= 0 {
 		return cmdutil.FlagErrorf("--min-cache-tokens, --max-image-bytes and --max-media-bytes must be positive")
+	}
+	if o.ContextWindow < 0 || o.ReserveOutput < 0 {
+		return cmdutil.FlagErrorf("--context-window and --reserve-output must be positive numbers of tokens")
+	}
+	if o.ContextWindow > 0 && o.ReserveOutput >= o.ContextWindow {
+		return cmdutil.FlagErrorf("--reserve-output %d leaves no room in a --context-window of %d", o.ReserveOutput, o.ContextWindow)
 	}
 	return nil
 }
@@ -187,10 +214,14 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 		}
 	}
 	var history []messages.Message
+	consolidated := false
 	if o.HistoryFile != "" {
-		if history, err = messages.ReadHistoryFile(o.HistoryFile, messages.HistoryOptions{}); err != nil {
+		h, err := messages.ReadSessionFile(o.HistoryFile, messages.HistoryOptions{})
+		if err != nil {
 			return err
 		}
+		history = h.Messages
+		consolidated = h.Meta != nil && h.Meta.LastConsolidated > 0
 	}
 	var prev *messages.Report
 	if o.CacheDiff != "" {
@@ -220,15 +251,32 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 		counter = c
 	}
 
-	res, err := messages.Build(messages.Turn{
+	turn := messages.Turn{
 		System: system, SystemSections: sections, History: history,
 		Message: text, Role: messages.Role(o.Role), Media: o.Media,
 		Runtime: runtime, Skills: o.Skills,
-	}, messages.Options{
+	}
+	bopts := messages.Options{
 		Media:          messages.MediaLimits{MaxImageBytes: o.MaxImageBytes, MaxMediaBytes: o.MaxMediaBytes},
 		Counter:        counter,
 		MinCacheTokens: o.MinCacheTokens,
-	})
+	}
+	var fopts fit.Options
+	if o.ContextWindow > 0 {
+		var summaries []string
+		if consolidated && o.logEntries != nil {
+			summaries = o.logEntries()
+		}
+		fopts = fit.Options{Window: o.ContextWindow, Reserve: o.ReserveOutput, Counter: counter, Summaries: summaries,
+			ShrinkSystem: func(room int) (string, []messages.Section, error) {
+				f := o.Flags
+				f.Budget = room
+				text, secs, diags, err := render(ctx, &f)
+				cmdutil.PrintDiagnostics(o.IO.ErrOut, diags)
+				return text, secs, err
+			}}
+	}
+	res, fitted, err := fit.Build(turn, bopts, fopts)
 	if err != nil {
 		return err
 	}
@@ -258,7 +306,7 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 			return err
 		}
 	default:
-		if out, err = res.JSON(); err != nil {
+		if out, err = jsonout.Marshal(jsonOutput{Output: messages.Output{Messages: res.Messages, Report: res.Report}, Fit: fitted}); err != nil {
 			return err
 		}
 	}
@@ -266,7 +314,18 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 		return err
 	}
 	warn(o.IO.ErrOut, res.Report)
+	if fitted != nil {
+		for _, r := range fitted.Reasons {
+			fmt.Fprintf(o.IO.ErrOut, "loom: fit: %s\n", workspace.OneLine(r))
+		}
+	}
 	return nil
+}
+
+// jsonOutput is the json format: messages.Output, and what fitting did.
+type jsonOutput struct {
+	messages.Output
+	Fit *fit.Report `json:"fit,omitempty"`
 }
 
 // runtime reads the runtime flags. The zone is --tz, else loom.yaml's, else

@@ -3,6 +3,8 @@ package messages
 import (
 	"github.com/loomctx/loom/cmd/loom/shared"
 	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/fit"
+	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/skills"
@@ -52,5 +54,29 @@ func (o *MessagesOptions) fromWorkspace(b *prompt.Builder, f *shared.RenderFlags
 			o.Counter, _ = tokens.ForModel(model)
 		}
 	}
+	o.fitFromConfig(cfg)
+	ws := b.Workspace()
+	o.logEntries = func() []string {
+		text, err := ws.ReadFile(memory.HistoryFile)
+		if err != nil {
+			return nil // no log yet: the note says how many went, no more
+		}
+		return fit.LogEntries(string(text))
+	}
 	return cfg.Timezone, nil
+}
+
+// fitFromConfig fills the window and the reply's reserve the flags leave
+// unset: loom.yaml's for llm.model, else the window loom knows for it.
+func (o *MessagesOptions) fitFromConfig(cfg *config.Config) {
+	window, reserve := cfg.Window(cfg.LLM.Model)
+	if window == 0 {
+		window = fit.KnownWindow(cfg.LLM.Model)
+	}
+	if o.ContextWindow == 0 {
+		o.ContextWindow = window
+	}
+	if o.ReserveOutput == 0 {
+		o.ReserveOutput = reserve
+	}
 }
