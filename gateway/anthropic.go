@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/loomctx/loom/internal/redact"
 	"github.com/loomctx/loom/llm"
@@ -230,14 +229,16 @@ func (g *Gateway) forwardAnthropic(w http.ResponseWriter, r *http.Request, ws *s
 		return
 	}
 	client := st.anthropic
-	if st.lc.APIKey == "" && st.cfg.Gateway.ForwardsAuth() {
-		// No key of loom's own: the client's, as its x-api-key.
-		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && tok != "" {
-			lc := st.lc
-			lc.APIKey, lc.MaxRetries = tok, -1
-			if c, err := llm.New(lc, llm.WithHTTPClient(g.hc)); err == nil {
-				client = c
-			}
+	ck, err := g.clientKey(r, st)
+	if err != nil {
+		keyRefused(w, err)
+		return
+	}
+	if ck != "" { // no key of loom's own: the client's, as its x-api-key
+		lc := st.lc
+		lc.APIKey, lc.MaxRetries = ck, -1
+		if c, err := llm.New(lc, llm.WithHTTPClient(g.hc)); err == nil {
+			client = c
 		}
 	}
 	g.loomHeaders(w, q, b)
@@ -251,7 +252,7 @@ func (g *Gateway) forwardAnthropic(w http.ResponseWriter, r *http.Request, ws *s
 	if !q.stream {
 		resp, err := client.Complete(r.Context(), call.req)
 		if err != nil {
-			g.upstreamFailed(w, r, st, err)
+			g.upstreamFailed(w, r, st, err, ck)
 			return
 		}
 		if resp.Model != "" {
@@ -332,7 +333,7 @@ func (g *Gateway) forwardAnthropic(w http.ResponseWriter, r *http.Request, ws *s
 	if err != nil {
 		if !started { // nothing reached the client: answer the error, save nothing
 			if r.Context().Err() == nil {
-				g.upstreamFailed(w, r, st, err)
+				g.upstreamFailed(w, r, st, err, ck)
 			}
 			return
 		}
@@ -368,7 +369,7 @@ func (g *Gateway) forwardAnthropic(w http.ResponseWriter, r *http.Request, ws *s
 // upstreamFailed answers for an Anthropic upstream's error in OpenAI's
 // shape: its status relayed (a 429 with its Retry-After), 502 when it did
 // not answer.
-func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, st *upstream, err error) {
+func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, st *upstream, err error, clientKey string) {
 	var ae *llm.APIError
 	if errors.As(err, &ae) {
 		if ae.RetryAfter > 0 {
@@ -381,7 +382,9 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, st *ups
 		case ae.StatusCode/100 == 4:
 			typ = "invalid_request_error"
 		}
-		msg := ae.Message
+		// llm's client masked the key it sent; the credential patterns
+		// go too, as on the OpenAI wire.
+		msg := redact.Credentials(ae.Message, sentKeys(st, clientKey)...)
 		if msg == "" {
 			msg = http.StatusText(ae.StatusCode)
 		}

@@ -35,6 +35,11 @@
 //
 // Secrets: the upstream key comes from the variable loom.yaml names, under
 // the llm package's rule for where a key may go. The client's Authorization
-// header is forwarded only with gateway.forward_auth: true and only when
-// loom has no key of its own. No key is logged or echoed.
+// bearer key is forwarded only with gateway.forward_auth: true, only when
+// loom has no key of its own, never when it is the server's own token, and
+// only to an endpoint the operator lets keys go to (see llm.KeyMayGo). No
+// key is logged or echoed: an upstream error body is relayed with every
+// key and credential in it masked, and the upstream's cookies, auth and
+// server headers are not relayed (relay.go). A reply is relayed and kept up
+// to llm.max_reply_bytes on both wires.
 package gateway

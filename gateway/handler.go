@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loomctx/loom/internal/redact"
 	"github.com/loomctx/loom/llm/consolidate"
@@ -37,9 +38,6 @@ type Options struct {
 	// connections and no overall timeout (a stream lasts as long as it
 	// lasts; the client's disconnect cancels it).
 	HTTPClient *http.Client
-	// MaxReplyBytes bounds a non-streamed reply kept for saving; default
-	// 32 MiB. A larger reply is still relayed whole.
-	MaxReplyBytes int64
 	// Now is the clock of the runtime block and saved messages.
 	Now func() time.Time
 }
@@ -73,9 +71,6 @@ type LastReport struct {
 
 // Mount adds the gateway's routes to s and its drain to s's shutdown.
 func Mount(s *server.Server, opts Options) *Gateway {
-	if opts.MaxReplyBytes <= 0 {
-		opts.MaxReplyBytes = 32 << 20
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -578,12 +573,6 @@ func (p parts) size() int64 {
 	return int64(n)
 }
 
-// hop-by-hop and per-connection headers are not relayed; nor is the
-// upstream's request id, which would hide loom's.
-var noRelay = map[string]bool{"Connection": true, "Keep-Alive": true, "Transfer-Encoding": true, "Content-Length": true,
-	"Te": true, "Trailer": true, "Upgrade": true, "Proxy-Authenticate": true, "Set-Cookie": true, "X-Request-Id": true,
-	"Content-Encoding": true}
-
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Workspace, st *upstream, q *request, b *built) {
 	base, host := st.base, st.host
 	up, err := http.NewRequestWithContext(r.Context(), http.MethodPost, base+"/chat/completions", nil)
@@ -621,11 +610,16 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Wor
 	if q.stream {
 		up.Header.Set("Accept", "text/event-stream")
 	}
+	ck, err := g.clientKey(r, st)
+	if err != nil {
+		keyRefused(w, err)
+		return
+	}
 	switch {
 	case st.lc.APIKey != "":
 		up.Header.Set("Authorization", "Bearer "+st.lc.APIKey)
-	case st.cfg.Gateway.ForwardsAuth() && r.Header.Get("Authorization") != "":
-		up.Header.Set("Authorization", r.Header.Get("Authorization"))
+	case ck != "":
+		up.Header.Set("Authorization", "Bearer "+ck)
 	}
 	g.loomHeaders(w, q, b)
 	h := w.Header()
@@ -648,24 +642,23 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Wor
 		return
 	}
 	defer resp.Body.Close()
-	for k, vs := range resp.Header {
-		if !noRelay[k] {
-			h[k] = vs
-		}
-	}
-	if id := resp.Header.Get("X-Request-Id"); id != "" {
-		h.Set("X-Upstream-Request-Id", id)
-	}
+	relayHeaders(h, resp.Header)
 	if resp.StatusCode/100 != 2 {
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, io.LimitReader(resp.Body, 1<<20))
+		relayError(w, resp, sentKeys(st, ck)...)
 		return
 	}
 	var rep reply
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		rep = relayStream(w, r, resp.Body, int(g.opts.MaxReplyBytes))
+		rep = relayStream(w, r, resp.Body, replyLimit(st))
 	} else {
-		data, err := io.ReadAll(io.LimitReader(resp.Body, g.opts.MaxReplyBytes))
+		data, err := io.ReadAll(io.LimitReader(resp.Body, replyBodyLimit(st)+1))
+		if int64(len(data)) > replyBodyLimit(st) {
+			h.Del("Content-Type")
+			writeError(w, http.StatusBadGateway, "upstream_error", "reply_too_large", "", "upstream %s: the reply is over %d bytes, the bound for a reply of llm.max_reply_bytes %d; raise it in loom.yaml or LOOM_LLM_MAX_REPLY_BYTES",
+				host, replyBodyLimit(st), replyLimit(st))
+			return
+		}
+		rep.limit = replyLimit(st)
 		h.Set("Content-Length", strconv.Itoa(len(data)))
 		w.WriteHeader(resp.StatusCode)
 		w.Write(data)
@@ -705,7 +698,12 @@ type reply struct {
 	// (each ending in "\n").
 	whole  []byte
 	events []byte
-	limit  int // the most text kept; 0 is no bound
+	limit  int // the most text and tool arguments kept; 0 is no bound
+	size   int // text and tool arguments kept so far
+	over   bool
+	// args gathers a streamed tool call's arguments, put in calls at each
+	// parse: one growing buffer, not a string made again per delta.
+	args [][]byte
 }
 
 // parse reads what the relay kept into text and calls.
@@ -720,6 +718,9 @@ func (rp *reply) parse() {
 		ev = ev[i+1:]
 	}
 	rp.events = nil
+	for i, a := range rp.args {
+		rp.calls[i].Function.Arguments = string(a)
+	}
 }
 
 func (rp *reply) parseWhole(data []byte) {
@@ -736,9 +737,15 @@ func (rp *reply) parseWhole(data []byte) {
 		return
 	}
 	if c := out.Choices[0].Message.Content; c != nil {
-		rp.text = append(rp.text, *c...)
+		rp.addText([]byte(*c))
 	}
-	rp.calls = out.Choices[0].Message.ToolCalls
+	for _, tc := range out.Choices[0].Message.ToolCalls {
+		if rp.over {
+			break
+		}
+		tc.Function.Arguments = string(rp.take([]byte(tc.Function.Arguments)))
+		rp.calls = append(rp.calls, tc)
+	}
 }
 
 // chunk is the part of a streamed chunk the gateway reads; the bytes are
@@ -763,11 +770,26 @@ type chunk struct {
 
 // addText keeps a piece of the reply's text, within the bound.
 func (rp *reply) addText(c []byte) {
-	if rp.limit > 0 && len(rp.text)+len(c) > rp.limit {
-		rp.cut = "reply longer than " + strconv.Itoa(rp.limit) + " bytes; the saved text is cut"
-		return
+	rp.text = append(rp.text, rp.take(c)...)
+}
+
+// take returns what of c fits in the bound, all of it until the bound is
+// reached; the piece that crosses it is cut at a character's start and
+// the reply marked cut, and nothing is kept after.
+func (rp *reply) take(c []byte) []byte {
+	if rp.over {
+		return nil
 	}
-	rp.text = append(rp.text, c...)
+	if rp.limit > 0 && rp.size+len(c) > rp.limit {
+		n := rp.limit - rp.size
+		for n > 0 && !utf8.RuneStart(c[n]) {
+			n--
+		}
+		c = c[:n]
+		rp.over, rp.cut = true, cutNote(rp.limit)
+	}
+	rp.size += len(c)
+	return c
 }
 
 // maxToolCalls bounds the tool calls kept from one streamed reply.
@@ -786,9 +808,17 @@ const maxPooledBody = 4 << 20
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
 // relayStream copies the upstream's event stream to the client line by
-// line, flushing at each event's end, and gathers the reply.
+// line, flushing at each event's end, and gathers the reply. Past keep
+// bytes of text and tool arguments (llm.max_reply_bytes) it stops, as llm's
+// client does on the Anthropic wire: the client's stream ends without
+// [DONE] and the reply is saved up to the bound, marked cut. An event line
+// is bounded by keep plus 64 KiB, and the whole stream by 64 times keep
+// plus 1 MiB, so a stream of empty events cannot run for ever either.
 func relayStream(w http.ResponseWriter, r *http.Request, body io.Reader, keep int) reply {
 	rep := reply{limit: keep}
+	lineMax := min(maxEventLine, keep+64<<10)
+	rawLeft := 64*int64(keep) + 1<<20
+	parseAt := min(1<<20, keep)
 	rc := http.NewResponseController(w)
 	w.WriteHeader(http.StatusOK)
 	br := readers.Get().(*bufio.Reader)
@@ -809,7 +839,7 @@ func relayStream(w http.ResponseWriter, r *http.Request, body io.Reader, keep in
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull { // a long line: gather it, within a bound
 			acc = append(acc, line...)
-			if len(acc) > maxEventLine {
+			if len(acc) > lineMax {
 				rep.cut = "upstream sent an event line over the size bound"
 				return rep
 			}
@@ -817,6 +847,11 @@ func relayStream(w http.ResponseWriter, r *http.Request, body io.Reader, keep in
 		}
 		if acc != nil {
 			line, acc = append(acc, line...), nil
+		}
+		if rawLeft -= int64(len(line)); rawLeft < 0 {
+			rc.Flush()
+			rep.cut = "upstream stream longer than " + strconv.Itoa(64*keep+1<<20) + " bytes (64 times llm.max_reply_bytes, and 1 MiB)"
+			return rep
 		}
 		if len(line) > 0 {
 			if _, werr := w.Write(line); werr != nil {
@@ -831,8 +866,12 @@ func relayStream(w http.ResponseWriter, r *http.Request, body io.Reader, keep in
 					done = true
 				} else {
 					rep.events = append(append(rep.events, data...), '\n')
-					if len(rep.events) > 1<<20 { // a long reply: read it as it goes
+					if len(rep.events) > parseAt { // a long reply: read it as it goes
 						rep.parse()
+						if rep.over {
+							rc.Flush()
+							return rep
+						}
 					}
 				}
 			}
@@ -874,6 +913,7 @@ func (rp *reply) add(data []byte) {
 			}
 			for len(rp.calls) <= tc.Index {
 				rp.calls = append(rp.calls, messages.ToolCall{Type: "function"})
+				rp.args = append(rp.args, nil)
 			}
 			call := &rp.calls[tc.Index]
 			if tc.ID != "" {
@@ -882,8 +922,8 @@ func (rp *reply) add(data []byte) {
 			if tc.Type != "" {
 				call.Type = tc.Type
 			}
-			call.Function.Name += tc.Function.Name
-			call.Function.Arguments += tc.Function.Arguments
+			call.Function.Name += string(rp.take([]byte(tc.Function.Name)))
+			rp.args[tc.Index] = append(rp.args[tc.Index], rp.take([]byte(tc.Function.Arguments))...)
 		}
 	}
 }

@@ -172,3 +172,35 @@ func unusable(w http.ResponseWriter, st *upstream) {
 	}
 	writeError(w, http.StatusServiceUnavailable, "server_error", "upstream_not_configured", "", "%v", redact.String(st.err.Error()))
 }
+
+// clientKey is the client's own key, which the gateway sends on under
+// gateway.forward_auth: true. It sends one only when loom has no key of its
+// own, never the server's bearer token (under --token-env the client's
+// Authorization is that token), and only to an endpoint the operator let
+// keys go to (llm.KeyMayGo: the official endpoints, LOOM_LLM_BASE_URL,
+// LOOM_ALLOWED_ENDPOINTS). loom.yaml may turn forwarding on; it cannot
+// choose where the key goes. An error means the client sent a key the rule
+// keeps back.
+func (g *Gateway) clientKey(r *http.Request, st *upstream) (string, error) {
+	if st.lc.APIKey != "" || !st.cfg.Gateway.ForwardsAuth() {
+		return "", nil
+	}
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", nil
+	}
+	tok := strings.TrimSpace(h[len(prefix):])
+	if tok == "" || g.s.IsOwnToken(tok) {
+		return "", nil
+	}
+	if err := llm.KeyMayGo(st.lc, nil); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// keyRefused answers a request whose key clientKey kept back.
+func keyRefused(w http.ResponseWriter, err error) {
+	writeError(w, http.StatusForbidden, "permission_error", "forward_auth_refused", "", "%v", redact.String(err.Error()))
+}

@@ -178,3 +178,23 @@ func Enabled(setting *bool, c Config) bool {
 	}
 	return c.Configured()
 }
+
+// KeyMayGo applies Resolve's rule for where a key may go to a key that did
+// not come from the environment, a client's own that a gateway would pass
+// on: nil when c's endpoint is the provider's official one over https,
+// LOOM_LLM_BASE_URL, or a host listed in LOOM_ALLOWED_ENDPOINTS (env is
+// os.LookupEnv when nil). Anything else is an error wrapping
+// ErrSecretRefused; loom.yaml cannot widen the rule.
+func KeyMayGo(c Config, env Env) error {
+	if env == nil {
+		env = os.LookupEnv
+	}
+	get := func(key string) string {
+		v, _ := env(key)
+		return strings.TrimSpace(v)
+	}
+	if err := keyMayGo(c, get(EnvBaseURL), get(EnvAllowedEndpoints)); err != nil {
+		return fmt.Errorf("%w: the client's key %v", ErrSecretRefused, err)
+	}
+	return nil
+}

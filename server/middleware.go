@@ -108,6 +108,18 @@ func (s *Server) authorized(r *http.Request) bool {
 	return ok == 1
 }
 
+// IsOwnToken reports whether tok is one of the server's bearer tokens (in
+// constant time), so that a front end never passes the server's own
+// credential on: a gateway forwarding a client's Authorization checks it.
+func (s *Server) IsOwnToken(tok string) bool {
+	got := hashToken(strings.TrimSpace(tok))
+	ok := 0
+	for _, t := range s.tokens {
+		ok |= subtle.ConstantTimeCompare(got[:], t[:])
+	}
+	return ok == 1
+}
+
 // middleware wraps every route: request id, log line, recovery, metrics,
 // authentication, body cap.
 func (s *Server) middleware(next http.Handler) http.Handler {

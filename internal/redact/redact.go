@@ -140,3 +140,26 @@ func maskUnparsed(raw string) string {
 	}
 	return scheme + "://" + rest
 }
+
+// credentialPattern finds a credential written out in free text: a bearer
+// or basic token, or the value after an authorization, api-key, x-api-key
+// or token label (as a header line, a JSON member or a query pair).
+var credentialPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(\b(?:bearer|basic)\s+|\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic)\s+)?|\b(?:x-)?api[-_]?key["']?\s*[:=]\s*["']?|\b(?:access_|id_)?token["']?\s*[:=]\s*["']?)[A-Za-z0-9._~+/=\-]{4,}`)
+})
+
+// Credentials returns s with every secret given replaced by Mask, then
+// every credential written out in it (see credentialPattern) and every URL
+// secret (see String) masked too. It is for text loom relays from
+// somewhere else, an upstream's error body say, which may echo the key it
+// was sent. Secrets shorter than 4 bytes are not searched for: they would
+// mask ordinary text.
+func Credentials(s string, secrets ...string) string {
+	for _, k := range secrets {
+		if len(k) >= 4 {
+			s = strings.ReplaceAll(s, k, Mask)
+		}
+	}
+	s = credentialPattern().ReplaceAllString(s, "${1}"+Mask)
+	return String(s)
+}

@@ -59,3 +59,20 @@ func alnum(s string) bool {
 	}
 	return true
 }
+
+func TestCredentials(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"error":{"message":"Incorrect API key provided: sk-live-abcdef123456. Header was Bearer sk-live-abcdef123456"}}`,
+			`{"error":{"message":"Incorrect API key provided: REDACTED. Header was Bearer REDACTED"}}`},
+		{`got "Authorization": "Bearer other-token-9999"`, `got "Authorization": "Bearer REDACTED"`},
+		{`authorization=Basic dXNlcjpwYXNz`, `authorization=Basic REDACTED`},
+		{`{"x-api-key":"sk-ant-zzzzzzzz"}`, `{"x-api-key":"REDACTED"}`},
+		{`see https://u:pw@host/x?api_key=k1k1`, `see https://u:REDACTED@host/x?api_key=REDACTED`},
+		{`model overloaded; retry later`, `model overloaded; retry later`},
+		{`the bearer of bad news`, `the bearer of bad news`}, // a token is 4 bytes or more
+	} {
+		if got := Credentials(c.in, "sk-live-abcdef123456"); got != c.want {
+			t.Errorf("Credentials(%q)\n got %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}
