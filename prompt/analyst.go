@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/loomctx/loom/md"
@@ -56,7 +57,7 @@ func (st *state) contextLayout() md.Node {
 		notion := md.If(ws.IsDir("docs/notion"), md.Span(md.Text(" Pages exported from Notion are under "), md.Code("docs/notion/"), md.Text(".")))
 		items = append(items, md.Item(md.Code("docs/"), md.Text(" — business documentation."), notion))
 	}
-	if repos := st.subfolders("repos"); len(repos) > 0 {
+	if repos := st.repos(); len(repos) > 0 {
 		items = append(items, md.Item(md.Code(strings.Join(repos, ", ")), md.Text(" — source code repositories.")))
 	}
 	if ws.IsDir("databases") {
@@ -65,12 +66,7 @@ func (st *state) contextLayout() md.Node {
 			md.Text(" — what is known about each warehouse, one folder per table: "),
 			md.Code("type=<type>/database=<database>/schema=<schema>/table=<table>/"),
 			md.Text(". A table folder holds Markdown files:"),
-			md.UL(
-				md.Item(md.Code("annotations.md"), md.Text(" — notes written by people; when it disagrees with a generated file, it is right.")),
-				md.Item(md.Code("columns.md"), md.Text(" — the columns and their types.")),
-				md.Item(md.Code("preview.md"), md.Text(" — a few sample rows.")),
-				md.Item(md.Code("profiling.md"), md.Text(" — value statistics, when they were generated.")),
-			),
+			st.tableFiles(),
 		))
 	}
 	if ws.IsDir("agent/skills") || ws.IsDir("skills") {
@@ -83,6 +79,59 @@ func (st *state) contextLayout() md.Node {
 		md.Text("Everything you know about this project is in files in its folder:"),
 		md.UL(items...),
 	)
+}
+
+// templateText says what each table file nao can generate holds, in the
+// order nao lists them (naoproject.Templates).
+var templateText = map[string]string{
+	"columns":       " — the columns and their types.",
+	"preview":       " — a few sample rows.",
+	"profiling":     " — statistics of each column's values, when they were generated.",
+	"query_history": " — queries that were run on the table: how people use it.",
+	"ai_summary":    " — a generated summary of what the table holds",
+}
+
+// tableFiles lists the files a table folder holds: annotations.md, then
+// the templates nao_config.yaml configures (nao's default, columns and
+// preview, without one).
+func (st *state) tableFiles() md.Node {
+	items := []md.Node{md.Item(md.Code("annotations.md"), md.Text(" — notes written by people; when it disagrees with a generated file, it is right."))}
+	templates := st.nao.Templates
+	for _, t := range templates {
+		text, ok := templateText[t]
+		if !ok {
+			continue
+		}
+		if t == "ai_summary" {
+			var check []string
+			for _, c := range []string{"columns", "profiling"} {
+				if slices.Contains(templates, c) {
+					check = append(check, "`"+c+".md`")
+				}
+			}
+			if len(check) > 0 {
+				text += "; check what it says against " + strings.Join(check, " and ")
+			}
+			text += "."
+			items = append(items, md.Item(md.Code(t+".md"), md.Raw(text)))
+			continue
+		}
+		items = append(items, md.Item(md.Code(t+".md"), md.Text(text)))
+	}
+	return md.UL(items...)
+}
+
+// repos are the source repositories the project has: the repos
+// nao_config.yaml names (as nao lists them), else the folders in repos/.
+func (st *state) repos() []string {
+	if st.nao.Found {
+		out := make([]string, len(st.nao.Repos))
+		for i, r := range st.nao.Repos {
+			out[i] = "repos/" + r + "/"
+		}
+		return out
+	}
+	return st.subfolders("repos")
 }
 
 func (st *state) subfolders(dir string) []string {

@@ -251,14 +251,22 @@ func (st *state) memoryFile(level int) md.Node {
 	if limit == 0 {
 		limit = DefaultMemoryFileBudget
 	}
+	nest := st.preset == Analyst
 	type key struct {
 		f            *workspace.File
 		level, limit int
+		nest         bool
 	}
-	return st.memo(key{st.memoryText, level, limit}, func() md.Node {
+	return st.memo(key{st.memoryText, level, limit, nest}, func() md.Node {
+		text := strings.TrimRight(st.memoryText.Text, "\n")
+		if nest {
+			// The analyst's prompt is one document of "##" sections: the
+			// file's own headings go under its heading, not beside it.
+			text = nestHeadings(text, level+1)
+		}
 		return md.Named("memory_file",
 			md.Title(level, md.Text("Long-term Memory")),
-			md.Text(strings.TrimRight(st.memoryText.Text, "\n")),
+			md.Text(text),
 		).Prio(prioMemoryFile).Truncate(limit).From(st.memoryText.Path)
 	})
 }
@@ -284,15 +292,17 @@ func (st *state) skillsSummary() md.Node {
 		return nil
 	}
 	type key struct {
-		set      *skills.Set
-		preset   string
-		cap      int
-		budgeted bool
+		set         *skills.Set
+		preset      string
+		cap         int
+		budgeted    bool
+		skipBuiltin bool
 	}
-	return st.memo(key{st.skills, st.preset, st.sectionCap("skills"), st.budget > 0}, func() md.Node {
+	skip := st.listsBuiltinSkills()
+	return st.memo(key{st.skills, st.preset, st.sectionCap("skills"), st.budget > 0, skip}, func() md.Node {
 		var n md.Node
 		if st.preset == Analyst {
-			n = st.skills.Listing(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get, Entries: st.lists})
+			n = st.skills.Listing(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get, Entries: st.lists, SkipBuiltin: skip})
 		} else {
 			n = st.skills.Summary(skills.PromptOptions{Priority: prioSkills + min(len(st.skills.Skills), prioRange), Reuse: st.nodes.get, XMLMemo: st.skillsXML, Entries: st.entries, Unbudgeted: st.budget <= 0})
 		}

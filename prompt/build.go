@@ -17,6 +17,7 @@ import (
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt/dialects"
+	"github.com/loomctx/loom/prompt/naoproject"
 	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/tokens"
 	"github.com/loomctx/loom/workspace"
@@ -67,6 +68,14 @@ type state struct {
 	connections []Connection
 	dialects    []dialects.Dialect
 
+	// nao is what a nao project's nao_config.yaml declares (analyst only).
+	nao naoproject.Config
+	// defaultTools says the tool list was not given, so the analyst
+	// assumed nao's default set (see naoDefaultTools).
+	defaultTools bool
+	mcpOnce      bool
+	mcpServers   []mcpServer
+
 	extraEntries []md.Entry
 	memoryKey    string // the memory store's state, for reuse
 	memErr       error  // the memory source could not be reached
@@ -104,6 +113,12 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 	}
 	if opts.Tools == nil && cfg.Tools != nil {
 		st.opts.Tools = cfg.Tools
+	}
+	if st.preset == Analyst && !opts.Subagent {
+		st.nao = naoproject.LoadConfig(ws, &st.diags)
+		if st.opts.Tools == nil {
+			st.opts.Tools, st.defaultTools = st.naoDefaultTools(), true
+		}
 	}
 
 	st.now = opts.Now

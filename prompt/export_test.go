@@ -22,3 +22,6 @@ func (b *Builder) HoldRefresh(on bool) { b.refreshing.Store(on) }
 
 // SameOptions is sameOptions, for tests.
 func SameOptions(a, b Options) bool { return sameOptions(&a, &b) }
+
+// NestHeadings is nestHeadings, for tests.
+func NestHeadings(text string, top int) string { return nestHeadings(text, top) }

@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/memory"
@@ -106,4 +107,113 @@ func (st *state) analystMemory() md.Node {
 		st.memoryFile(3),
 		mem,
 	)
+}
+
+// nestHeadings moves the Markdown headings of text down so that the
+// shallowest is at level top (never past 6), keeping their order and
+// relative depth; a setext heading (a line underlined with === or ---)
+// becomes an ATX one. Lines in fenced code blocks are left alone. Text
+// whose headings are already deep enough is returned as it is.
+func nestHeadings(text string, top int) string {
+	lines := strings.Split(text, "\n")
+	type heading struct{ line, level, end int } // end: the underline's index, or -1
+	var hs []heading
+	fence := ""
+	for i := 0; i < len(lines); i++ {
+		t := strings.TrimLeft(lines[i], " ")
+		if len(lines[i])-len(t) > 3 {
+			continue // indented code
+		}
+		if fence != "" {
+			if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]+" \t") == "" {
+				fence = ""
+			}
+			continue
+		}
+		if f := fenceOf(t); f != "" {
+			fence = f
+			continue
+		}
+		if n := atxLevel(t); n > 0 {
+			hs = append(hs, heading{i, n, -1})
+			continue
+		}
+		if t != "" && i+1 < len(lines) && !startsBlock(t) {
+			u := strings.TrimSpace(lines[i+1])
+			if len(lines[i+1])-len(strings.TrimLeft(lines[i+1], " ")) <= 3 && u != "" && (strings.Trim(u, "=") == "" || strings.Trim(u, "-") == "") {
+				n := 1
+				if u[0] == '-' {
+					n = 2
+				}
+				hs = append(hs, heading{i, n, i + 1})
+				i++
+			}
+		}
+	}
+	if len(hs) == 0 {
+		return text
+	}
+	least := 6
+	for _, h := range hs {
+		least = min(least, h.level)
+	}
+	shift := top - least
+	if shift <= 0 {
+		return text
+	}
+	drop := map[int]bool{}
+	for _, h := range hs {
+		t := strings.TrimSpace(lines[h.line])
+		if h.end < 0 {
+			t = strings.TrimSpace(strings.TrimLeft(t, "#"))
+		} else {
+			drop[h.end] = true
+		}
+		lines[h.line] = strings.Repeat("#", min(h.level+shift, 6)) + " " + t
+	}
+	out := lines[:0]
+	for i, l := range lines {
+		if !drop[i] {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// atxLevel is the level of an ATX heading line ("## x"), 0 if t is not one.
+func atxLevel(t string) int {
+	n := 0
+	for n < len(t) && t[n] == '#' {
+		n++
+	}
+	if n == 0 || n > 6 || (n < len(t) && t[n] != ' ' && t[n] != '\t') {
+		return 0
+	}
+	return n
+}
+
+// fenceOf is the fence a line opens (``` or ~~~, as long as written), or "".
+func fenceOf(t string) string {
+	for _, c := range []string{"`", "~"} {
+		n := len(t) - len(strings.TrimLeft(t, c))
+		if n >= 3 {
+			return strings.Repeat(c, n)
+		}
+	}
+	return ""
+}
+
+// startsBlock reports whether a line is a list item, quote, table row or
+// rule, which an underline below does not make a heading.
+func startsBlock(t string) bool {
+	switch {
+	case strings.HasPrefix(t, "- "), strings.HasPrefix(t, "* "), strings.HasPrefix(t, "+ "),
+		strings.HasPrefix(t, ">"), strings.HasPrefix(t, "|"), strings.Trim(t, "-*_ ") == "":
+		return true
+	}
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	return i > 0 && i < len(t) && (t[i] == '.' || t[i] == ')')
 }

@@ -46,7 +46,11 @@ type Options struct {
 	Now      time.Time // the analyst's date; zero means the clock
 	Timezone string    // IANA zone for the date
 	TestMode bool      // leaves out the clarification rule
-	Tools    []string  // gates tool-specific rules; nil means all tools
+	// Tools are the tools the agent has: each gets its rule section, and
+	// the analyst's Tool Calls bullets name only these. nil means
+	// loom.yaml's tools:, else for the analyst nao's default set (what
+	// nao's own agent has: see README), else none.
+	Tools []string
 
 	User         string // whose memories to select; "" is the workspace scope
 	ChatID       string // the current chat, left out of memory when configured

@@ -1,12 +1,13 @@
 package prompt
 
 import (
-	"path"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/prompt/naoproject"
 	"github.com/loomctx/loom/prompt/toolrules"
 	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
@@ -16,16 +17,60 @@ import (
 // (the analyst's Tool Calls), so having no rule file of their own is normal.
 var toolsCoveredElsewhere = []string{"execute_sql", "clarification"}
 
+// naoAgentTools are the tools nao's own agent has in a web chat with its
+// default settings (getTools in nao's agents/tools), which its renderer is
+// always given. The analyst assumes them when no tool list is given, so a
+// migrated project's prompt keeps every rule nao's would have; mcp_call
+// and mcp_connect join them when the project has MCP servers, as in nao.
+var naoAgentTools = []string{
+	"clarification", "display_chart", "display_map", "execute_sql", "grep", "list", "load_skill",
+	"read", "read_query_result", "search", "story", "suggest_follow_ups", "write",
+}
+
+// naoDefaultTools is the analyst's tool list when none was given.
+func (st *state) naoDefaultTools() []string {
+	tools := slices.Clone(naoAgentTools)
+	if len(st.mcpServerList()) > 0 {
+		tools = append(tools, "mcp_call", "mcp_connect")
+	}
+	return tools
+}
+
 // Caps on the lists the tool sections hold.
 const (
 	maxCustomCharts     = 50
 	maxChartDescription = 200
 )
 
+// mcpServer is one MCP server the prompt lists.
+type mcpServer struct{ name, description string }
+
+// mcpServerList is loom.yaml's mcp_servers, then the servers of nao's
+// agent/mcps/mcp.json that loom.yaml does not name, read once per render.
+func (st *state) mcpServerList() []mcpServer {
+	if st.mcpOnce {
+		return st.mcpServers
+	}
+	st.mcpOnce = true
+	var names []string
+	for _, s := range st.cfg.MCPServers {
+		st.mcpServers = append(st.mcpServers, mcpServer{s.Name, strings.TrimSpace(s.Description)})
+		names = append(names, s.Name)
+	}
+	for _, n := range naoproject.MCPServers(st.ws, &st.diags) {
+		if !slices.Contains(names, n) {
+			st.mcpServers = append(st.mcpServers, mcpServer{name: n})
+		}
+	}
+	return st.mcpServers
+}
+
 // toolSections is a section per tool the agent has, from package toolrules:
-// what the tool is for and how to use it. It is nil unless tools were named
-// (--tools or loom.yaml's tools:), so that a prompt never explains a tool the
-// model cannot call. A named tool without rules gets a diagnostic.
+// what the tool is for and how to use it. It is nil when the agent has no
+// tools (the analyst assumes nao's default set when none were named; the
+// assistant has none unless --tools or loom.yaml's tools: names them), so
+// that a prompt never explains a tool the model cannot call. A named tool
+// without rules gets a diagnostic.
 func (st *state) toolSections(level int) md.Node {
 	tools := st.opts.Tools
 	if len(tools) == 0 || st.disabled("tool_rules") {
@@ -34,7 +79,7 @@ func (st *state) toolSections(level int) md.Node {
 	set := toolrules.Load(st.ws, &st.diags)
 	rules, missing := set.For(tools)
 	for _, t := range missing {
-		if !slices.Contains(toolsCoveredElsewhere, t) {
+		if !st.defaultTools && !slices.Contains(toolsCoveredElsewhere, t) {
 			st.diags.Add(workspace.Warning, "", 0, "prompt.tool-without-rules",
 				"tool %q has no rules in the prompt; add %s/%s.md to give it some", t, toolrules.Dir, t)
 		}
@@ -48,12 +93,9 @@ func (st *state) toolSections(level int) md.Node {
 		var list md.Node
 		switch r.Name {
 		case "databases":
-			if len(st.connections) < 2 {
+			if list = st.configuredDatabases(); list == nil {
 				continue
 			}
-			list = md.UL(md.Map(st.connections, func(c Connection) md.Node {
-				return md.Item(md.Bold(md.Text(c.Type+"_"+c.Database)), md.Raw(" — type="), md.Text(c.Type), md.Raw(", database="), md.Text(c.Database))
-			})...)
 		case "custom_charts":
 			if list = st.customCharts(); list == nil {
 				continue
@@ -63,17 +105,20 @@ func (st *state) toolSections(level int) md.Node {
 				continue
 			}
 		case "mcp_call":
-			if len(st.cfg.MCPServers) == 0 {
-				st.diags.Add(workspace.Warning, st.cfg.File, st.cfg.Line("tools"), "prompt.no-mcp-servers",
-					"the agent has mcp_call but loom.yaml names no mcp_servers; the MCP section is left out")
+			servers := st.mcpServerList()
+			if len(servers) == 0 {
+				if !st.defaultTools {
+					st.diags.Add(workspace.Warning, st.cfg.File, st.cfg.Line("tools"), "prompt.no-mcp-servers",
+						"the agent has mcp_call but neither loom.yaml's mcp_servers nor %s names a server; the MCP section is left out", naoproject.MCPFile)
+				}
 				continue
 			}
 			var items []md.Node
-			for _, s := range st.cfg.MCPServers {
-				if d := strings.TrimSpace(s.Description); d != "" {
-					items = append(items, md.Item(md.Bold(md.Text(s.Name)), md.Raw(" — "), md.Text(d)))
+			for _, s := range servers {
+				if s.description != "" {
+					items = append(items, md.Item(md.Bold(md.Text(s.name)), md.Raw(" — "), md.Text(s.description)))
 				} else {
-					items = append(items, md.Item(md.Bold(md.Text(s.Name))))
+					items = append(items, md.Item(md.Bold(md.Text(s.name))))
 				}
 			}
 			list = md.UL(items...)
@@ -84,6 +129,30 @@ func (st *state) toolSections(level int) md.Node {
 		return nil
 	}
 	return md.Doc(parts...)
+}
+
+// listsBuiltinSkills reports whether the prompt has a Built-in Skills
+// section (the agent has load_skill), which then lists the built-in skills
+// in place of the skills listing.
+func (st *state) listsBuiltinSkills() bool {
+	return st.preset == Analyst && hasTool(st.opts.Tools, "load_skill") && len(st.opts.Tools) > 0 &&
+		!st.disabled("tool_rules") && st.builtinSkillList() != nil
+}
+
+// configuredDatabases lists the databases nao_config.yaml configures, by the
+// name execute_sql's database_id takes, when there are two or more (with
+// one, there is nothing to choose); nil otherwise.
+func (st *state) configuredDatabases() md.Node {
+	dbs := st.nao.Databases
+	if len(dbs) < 2 {
+		return nil
+	}
+	return md.UL(md.Map(dbs, func(d naoproject.Database) md.Node {
+		if det := d.Details(); len(det) > 0 {
+			return md.Item(md.Bold(md.Text(d.ID)), md.Raw(" — "), md.Text(strings.Join(det, ", ")))
+		}
+		return md.Item(md.Bold(md.Text(d.ID)))
+	})...)
 }
 
 // builtinSkillList lists loom's built-in skills by name and description, for
@@ -105,54 +174,30 @@ func (st *state) builtinSkillList() md.Node {
 	return md.UL(items...)
 }
 
-// customCharts lists agent/charts/*: each chart's file and the first line
-// of its text as a description, at most maxCustomCharts of them.
+// customCharts lists agent/charts/'s chart plugins (see
+// naoproject.Charts) by the type display_chart takes and their
+// description, at most maxCustomCharts of them, each description cut to
+// maxChartDescription characters.
 func (st *state) customCharts() md.Node {
-	entries, err := st.ws.ReadDir("agent/charts")
-	if err != nil {
+	charts := naoproject.Charts(st.ws, &st.diags)
+	if len(charts) == 0 {
 		return nil
 	}
-	var names []string
-	for _, e := range entries {
-		if !e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			names = append(names, e.Name())
-		}
-	}
-	if len(names) == 0 {
-		return nil
-	}
-	slices.Sort(names)
 	var items []md.Node
-	for _, n := range names[:min(len(names), maxCustomCharts)] {
-		rel := path.Join("agent/charts", n)
-		desc := ""
-		if f, ok := st.ws.Read(rel, &st.diags); ok {
-			desc = firstLine(f.Text)
-		}
+	for _, c := range charts[:min(len(charts), maxCustomCharts)] {
+		desc := c.Description
 		if utf8.RuneCountInString(desc) > maxChartDescription {
 			r := []rune(desc)
-			desc = strings.TrimRight(string(r[:maxChartDescription-1]), " ") + "…"
+			desc = strings.TrimRightFunc(string(r[:maxChartDescription-1]), unicode.IsSpace) + "…"
 		}
 		if desc == "" {
-			items = append(items, md.Item(md.Code(rel)))
+			items = append(items, md.Item(md.Bold(md.Text(c.Type))))
 		} else {
-			items = append(items, md.Item(md.Code(rel), md.Raw(" — "), md.Text(desc)))
+			items = append(items, md.Item(md.Bold(md.Text(c.Type)), md.Raw(": "), md.Text(desc)))
 		}
 	}
-	if more := len(names) - maxCustomCharts; more > 0 {
+	if more := len(charts) - maxCustomCharts; more > 0 {
 		items = append(items, md.Item(md.Textf("and %d more in agent/charts/: list that folder to see them", more)))
 	}
 	return md.UL(items...)
-}
-
-// firstLine is the first non-blank line of text without Markdown heading
-// marks or front matter fences.
-func firstLine(text string) string {
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "#"))
-		if line != "" && line != "---" && line != "{" {
-			return line
-		}
-	}
-	return ""
 }

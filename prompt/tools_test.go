@@ -13,15 +13,17 @@ func TestToolSections(t *testing.T) {
 		"RULES.md": "Use EUR.\n",
 		"databases/type=postgres/database=shop/schema=public/table=orders/columns.md": "id\n",
 		"databases/type=bigquery/database=lake/schema=raw/table=events/columns.md":    "id\n",
-		"agent/charts/funnel.json":  "{\n  \"title\": \"Funnel with drop-off\"\n}\n",
+		"agent/charts/funnel.js":    "export function render() {}\n",
+		"agent/charts/funnel.json":  "{\n  \"name\": \"Funnel\", \"description\": \"Funnel with drop-off\"\n}\n",
+		"nao_config.yaml":           "databases:\n  - name: app-pg\n    type: postgres\n  - name: lake\n    type: bigquery\n",
 		"agent/tools/write.md":      "---\ntitle: Files\n---\n- Save under /out only.\n",
 		"agent/tools/send_email.md": "---\ntitle: E-mail\n---\n- Never e-mail outside the company.\n",
 		"loom.yaml":                 "mcp_servers:\n  - name: linear\n    description: Issue tracker\n  - name: github\n",
 	})
-	none := render(t, dir, prompt.Options{})
+	none := render(t, dir, prompt.Options{Tools: []string{}})
 	for _, h := range []string{"## Saved Files", "## Files", "## Chart Rules", "## MCP Servers", "## Built-in Skills"} {
 		if strings.Contains(none.Prompt, h) {
-			t.Errorf("%s present without --tools", h)
+			t.Errorf("%s present with an empty tool list", h)
 		}
 	}
 	res := render(t, dir, prompt.Options{Tools: []string{"execute_sql", "write", "display_chart", "load_skill", "mcp_call", "send_email", "teleport"}})
@@ -30,8 +32,8 @@ func TestToolSections(t *testing.T) {
 		"## Files\n\n- Save under /out only.",
 		"## The Local Database\n\n",
 		"## Chart Rules\n\n",
-		"## Custom Charts\n\n", "`agent/charts/funnel.json` — \"title\": \"Funnel with drop-off\"",
-		"## Databases\n\n", "**postgres_shop** — type=postgres, database=shop",
+		"## Custom Charts\n\n", "- **funnel**: Funnel with drop-off",
+		"## Databases\n\n", "- **app-pg** — type=postgres\n- **lake** — type=bigquery",
 		"## Built-in Skills\n\n", "**plan-task** — ",
 		"## MCP Servers\n\n", "- **linear** — Issue tracker\n- **github**",
 		"## E-mail\n\n- Never e-mail outside the company.",

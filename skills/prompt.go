@@ -72,6 +72,10 @@ type PromptOptions struct {
 	// ActiveMemo, when set, makes Active return the node it returned last
 	// while the always-on skills are the same ones.
 	ActiveMemo *ActiveMemo
+	// SkipBuiltin leaves the built-in skills out of a Listing, for a
+	// prompt that lists them in a section of their own (the analyst's
+	// Built-in Skills, with load_skill); Entries is then not used.
+	SkipBuiltin bool
 }
 
 // ActiveMemo keeps the last Active section (see PromptOptions.ActiveMemo).
@@ -331,7 +335,13 @@ func (s *Set) Listing(opts PromptOptions) md.Node {
 		return opts.entry("listing", sk, prio, lv, func() *md.Scope { return listingEntry(sk, prio, lv) })
 	}
 	var entries []md.Node
-	if m := opts.Entries; m != nil {
+	if opts.SkipBuiltin {
+		s.eachListed(func(_ int, sk *Skill) {
+			if sk.Source != SourceBuiltin {
+				entries = append(entries, entry(len(entries), sk))
+			}
+		})
+	} else if m := opts.Entries; m != nil {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		shape := 1 + lv // a summary's is 0

@@ -44,7 +44,7 @@ func TestReadingWritesNothing(t *testing.T) {
 	before := tree(t, dir)
 	for _, args := range [][]string{
 		{"render", "-w", dir},
-		{"render", "-w", dir, "--preset", "analyst", "--tools", "load_skill"},
+		{"render", "-w", dir, "--preset", "analyst", "--tools", "execute_sql"},
 		{"inspect", "-w", dir},
 		{"messages", "-w", dir, "--message", "hi"},
 		{"skills", "list", "-w", dir},
