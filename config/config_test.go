@@ -361,3 +361,22 @@ func TestWindowPerModel(t *testing.T) {
 		}
 	}
 }
+
+func TestGatewayUpstreamModel(t *testing.T) {
+	cfg, err := parse(t, "gateway:\n  models:\n    claude-sonnet-4-5: gpt-4.1\n    gpt-4o-mini-local: {context_window: 4000}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := cfg.Gateway
+	for _, tt := range []struct{ client, configured, want string }{
+		{"claude-sonnet-4-5", "gpt-4o-mini", "gpt-4.1"},      // the alias wins over llm.model
+		{"gpt-4o", "gpt-4o-mini", "gpt-4o-mini"},             // llm.model applies
+		{"gpt-4o", "", "gpt-4o"},                             // nothing configured: as sent
+		{"gpt-4o-mini-local", "gpt-4o", "gpt-4o-mini-local"}, // listed without a model: its own name
+		{"", "", ""},
+	} {
+		if got := g.UpstreamModel(tt.client, tt.configured); got != tt.want {
+			t.Errorf("UpstreamModel(%q, %q) = %q, want %q", tt.client, tt.configured, got, tt.want)
+		}
+	}
+}

@@ -61,3 +61,20 @@ func (g GatewayConfig) ClientSystemMode() string {
 
 // ForwardsAuth reports whether forward_auth is true.
 func (g GatewayConfig) ForwardsAuth() bool { return g.ForwardAuth != nil && *g.ForwardAuth }
+
+// UpstreamModel is the model a request for model goes to: its
+// gateway.models entry's model when it names one (an entry that names
+// none serves the model under its own name), else configured (llm.model),
+// else model itself.
+func (g GatewayConfig) UpstreamModel(model, configured string) string {
+	if e, ok := g.Models[model]; ok {
+		if e.Model != "" {
+			return e.Model
+		}
+		return model
+	}
+	if configured != "" {
+		return configured
+	}
+	return model
+}

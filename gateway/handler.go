@@ -97,6 +97,7 @@ func Mount(s *server.Server, opts Options) *Gateway {
 	})
 	s.HandleWorkspace("POST /v1/workspaces/{ws}/chat/completions", g.serve)
 	s.HandleWorkspace("GET /v1/workspaces/{ws}/sessions/{id}/last-report", g.lastReport)
+	g.mountProtocols(s)
 	s.AddDrainer(g.drain)
 	return g
 }

@@ -37,6 +37,10 @@ type upstream struct {
 	host      string // where requests go, for error messages (no credentials)
 	anthropic llm.Client
 	isAnthro  bool
+	// turns calls the upstream through llm's client for the Responses and
+	// Messages front ends (Chat Completions to an OpenAI-compatible
+	// upstream is relayed as it came instead); no retries of its own.
+	turns llm.Client
 
 	client    llm.Client      // memory calls
 	extract   *extract.Worker // nil when extraction is off
@@ -129,6 +133,14 @@ func (g *Gateway) newUpstream(ws *server.Workspace, eng *server.Engine, f *works
 		gc := lc
 		gc.MaxRetries = -1
 		if st.anthropic, err = llm.New(gc, llm.WithHTTPClient(g.hc)); err != nil {
+			st.err = err
+			return st
+		}
+		st.turns = st.anthropic
+	} else {
+		gc := lc
+		gc.MaxRetries = -1
+		if st.turns, err = llm.New(gc, llm.WithHTTPClient(g.hc)); err != nil {
 			st.err = err
 			return st
 		}

@@ -88,19 +88,26 @@ func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func hashToken(t string) [32]byte { return sha256.Sum256([]byte(t)) }
 
-// authorized compares the bearer token with every configured one in
-// constant time (hashes of equal length, so neither content nor length
-// leaks through timing).
+// authorized compares the bearer token (or an Anthropic client's
+// x-api-key) with every configured one in constant time (hashes of equal
+// length, so neither content nor length leaks through timing).
 func (s *Server) authorized(r *http.Request) bool {
 	if len(s.tokens) == 0 {
 		return true
 	}
 	h := r.Header.Get("Authorization")
 	const prefix = "bearer "
-	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+	var tok string
+	switch {
+	case len(h) > len(prefix) && strings.EqualFold(h[:len(prefix)], prefix):
+		tok = strings.TrimSpace(h[len(prefix):])
+	case h == "" && r.Header.Get("X-Api-Key") != "":
+		// Anthropic's clients send their key as x-api-key.
+		tok = strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	default:
 		return false
 	}
-	got := hashToken(strings.TrimSpace(h[len(prefix):]))
+	got := hashToken(tok)
 	ok := 0
 	for _, t := range s.tokens {
 		ok |= subtle.ConstantTimeCompare(got[:], t[:])
@@ -139,7 +146,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				}
 				s.log.Error("panic", "request_id", id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				if rec.status == 0 {
-					WriteProblem(rec, r, Errorf(http.StatusInternalServerError, CodeInternal, "internal error; see the server log for request %s", id))
+					s.problem(rec, r, Errorf(http.StatusInternalServerError, CodeInternal, "internal error; see the server log for request %s", id))
 				}
 			}
 			route := r.Pattern
@@ -166,7 +173,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				slog.Duration("duration", d))
 		}()
 		if !(r.Method == http.MethodGet && r.URL.Path == "/healthz") && !s.authorized(r) {
-			WriteProblem(rec, r, Errorf(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required"))
+			s.problem(rec, r, Errorf(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required"))
 			return
 		}
 		if r.Body != nil {

@@ -77,6 +77,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	drainers []func(context.Context) error
+	shaper   ErrorShaper
 	ready    bool
 }
 
@@ -175,11 +176,11 @@ func (s *Server) HandleWorkspace(pattern string, h WorkspaceHandler) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		ws, err := s.wss.get(r.PathValue("ws"))
 		if err != nil {
-			WriteProblem(w, r, err)
+			s.problem(w, r, err)
 			return
 		}
 		if err := ws.prepare(r.Context()); err != nil {
-			WriteProblem(w, r, err)
+			s.problem(w, r, err)
 			return
 		}
 		h(w, r, ws)

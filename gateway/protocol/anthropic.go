@@ -1,0 +1,425 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/messages"
+)
+
+// Anthropic's Messages API, inbound: POST /v1/messages (and
+// /v1/messages/count_tokens, the same body without max_tokens).
+//
+// What is read: model, max_tokens, system (a string or text blocks),
+// messages (user, assistant, and the system turns Claude Code sends
+// mid-conversation, whose text joins the client's system text) with text,
+// image, tool_use, tool_result, thinking and redacted_thinking blocks in
+// the order they came, tools (custom tools: name, description,
+// input_schema), tool_choice (auto, any, tool, none), stop_sequences,
+// temperature, top_p, top_k, stream, metadata.user_id and
+// output_config.format json_schema. thinking, context_management,
+// output_config.effort and cache_control markers are accepted and not sent
+// on: loom places its own breakpoint after its prompt.
+
+// ThinkingSignatureKey is the message Extra key that keeps a thinking
+// block's signature beside Message.Reasoning.
+const ThinkingSignatureKey = "thinking_signature"
+
+type anthropicBlock struct {
+	Type      string          `json:"type"`
+	Text      *string         `json:"text"`
+	Source    *anthropicSrc   `json:"source"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+}
+
+type anthropicSrc struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+	URL       string `json:"url"`
+}
+
+// DecodeMessages reads a Messages API request. countOnly is for
+// count_tokens, where max_tokens is not sent.
+func DecodeMessages(body []byte, countOnly bool) (*Turn, error) {
+	f, err := object(body)
+	if err != nil {
+		return nil, err
+	}
+	t := &Turn{Call: llm.Request{Extra: map[string]json.RawMessage{}}}
+	if t.Model, err = str(f, "model"); err != nil {
+		return nil, err
+	}
+	if t.Stream, err = boolean(f, "stream"); err != nil {
+		return nil, err
+	}
+	if t.Call.MaxTokens, err = positive(f, "max_tokens"); err != nil {
+		return nil, err
+	}
+	if t.Call.MaxTokens == 0 && !countOnly {
+		return nil, ferr("max_tokens", "is required")
+	}
+	if t.Call.Temperature, err = number(f, "temperature", nil); err != nil {
+		return nil, err
+	}
+	if _, err = number(f, "top_p", t.Call.Extra); err != nil {
+		return nil, err
+	}
+	if has(f, "top_k") {
+		if _, err := positive(f, "top_k"); err != nil {
+			return nil, err
+		}
+		t.Call.Extra["top_k"] = f["top_k"]
+	}
+	if has(f, "stop_sequences") {
+		if err := json.Unmarshal(f["stop_sequences"], &t.Stop); err != nil {
+			return nil, ferr("stop_sequences", "must be a list of strings")
+		}
+	}
+	if has(f, "metadata") {
+		var meta struct {
+			UserID string `json:"user_id"`
+		}
+		if err := json.Unmarshal(f["metadata"], &meta); err != nil {
+			return nil, ferr("metadata", "must be an object")
+		}
+		// Claude Code sends a JSON object as user_id, naming its session.
+		var cc struct {
+			SessionID string `json:"session_id"`
+		}
+		if strings.HasPrefix(meta.UserID, "{") && json.Unmarshal([]byte(meta.UserID), &cc) == nil {
+			t.Session = cc.SessionID
+		} else {
+			t.User = meta.UserID
+		}
+	}
+	if has(f, "system") {
+		text, err := systemBlocks(f["system"])
+		if err != nil {
+			return nil, ferr("system", "%v", err)
+		}
+		if text != "" {
+			t.System = append(t.System, text)
+		}
+	}
+	if err := t.anthropicMessages(f["messages"]); err != nil {
+		return nil, err
+	}
+	if t.Call.Tools, err = anthropicTools(f); err != nil {
+		return nil, err
+	}
+	if t.Call.ToolChoice, t.Parallel, err = anthropicToolChoice(f); err != nil {
+		return nil, err
+	}
+	if has(f, "output_config") {
+		var oc struct {
+			Format *struct {
+				Type   string         `json:"type"`
+				Schema map[string]any `json:"schema"`
+			} `json:"format"`
+		}
+		if err := json.Unmarshal(f["output_config"], &oc); err != nil {
+			return nil, ferr("output_config", "must be an object")
+		}
+		if oc.Format != nil {
+			if oc.Format.Type != "json_schema" || oc.Format.Schema == nil {
+				return nil, ferr("output_config.format", "must be {\"type\":\"json_schema\",\"schema\":…}")
+			}
+			t.Call.JSONSchema = &llm.JSONSchema{Name: "output", Schema: oc.Format.Schema, Strict: true}
+		}
+	}
+	return t, nil
+}
+
+// systemBlocks is a system field's text: a string, or its text blocks
+// joined by blank lines.
+func systemBlocks(raw json.RawMessage) (string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var blocks []anthropicBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return "", fmt.Errorf("must be a string or a list of text blocks")
+	}
+	texts := make([]string, 0, len(blocks))
+	for i, b := range blocks {
+		if b.Type != "text" || b.Text == nil {
+			return "", fmt.Errorf("block %d: a system block is a text block", i)
+		}
+		texts = append(texts, *b.Text)
+	}
+	return strings.Join(texts, "\n\n"), nil
+}
+
+func (t *Turn) anthropicMessages(raw json.RawMessage) error {
+	var msgs []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
+		return ferr("messages", "must be a non-empty list of messages")
+	}
+	if len(msgs) > MaxItems {
+		return ferr("messages", "more than %d messages", MaxItems)
+	}
+	for i, m := range msgs {
+		param := fmt.Sprintf("messages[%d]", i)
+		var blocks []anthropicBlock
+		var text string
+		if json.Unmarshal(m.Content, &text) == nil {
+			blocks = []anthropicBlock{{Type: "text", Text: &text}}
+		} else if err := json.Unmarshal(m.Content, &blocks); err != nil {
+			return ferr(param+".content", "must be a string or a list of content blocks")
+		}
+		if len(blocks) > MaxItems {
+			return ferr(param+".content", "more than %d blocks", MaxItems)
+		}
+		var err error
+		switch m.Role {
+		case "user":
+			err = t.anthropicUser(param, blocks)
+		case "assistant":
+			err = t.anthropicAssistant(param, blocks)
+		case "system":
+			var texts []string
+			for j, b := range blocks {
+				if b.Type != "text" || b.Text == nil {
+					return ferr(fmt.Sprintf("%s.content[%d]", param, j), "a system turn holds text blocks")
+				}
+				texts = append(texts, *b.Text)
+			}
+			t.System = append(t.System, strings.Join(texts, "\n\n"))
+		default:
+			return ferr(param+".role", "%q is not one of user, assistant", m.Role)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// anthropicUser reads a user turn: its tool results become tool messages
+// and its other blocks user messages, in the order they came.
+func (t *Turn) anthropicUser(param string, blocks []anthropicBlock) error {
+	var parts []messages.Part
+	flush := func() {
+		if len(parts) > 0 {
+			t.Messages = append(t.Messages, messages.Message{Role: messages.RoleUser, Content: content(parts)})
+			parts = nil
+		}
+	}
+	for j, b := range blocks {
+		bp := fmt.Sprintf("%s.content[%d]", param, j)
+		switch b.Type {
+		case "text":
+			if b.Text == nil {
+				return ferr(bp+".text", "is required")
+			}
+			parts = append(parts, messages.Part{Type: messages.PartText, Text: *b.Text})
+		case "image":
+			im, err := anthropicImage(b.Source)
+			if err != nil {
+				return ferr(bp+".source", "%v", err)
+			}
+			parts = append(parts, messages.Part{Type: messages.PartImage, Image: im})
+		case "tool_result":
+			if b.ToolUseID == "" {
+				return ferr(bp+".tool_use_id", "is required")
+			}
+			c, err := toolResult(bp+".content", b.Content)
+			if err != nil {
+				return err
+			}
+			if b.IsError {
+				c = errorResult(c)
+			}
+			flush()
+			t.Messages = append(t.Messages, messages.Message{Role: messages.RoleTool, ToolCallID: b.ToolUseID, Content: c})
+		default:
+			return ferr(bp+".type", "%q is not a user block loom reads (text, image, tool_result)", b.Type)
+		}
+	}
+	flush()
+	return nil
+}
+
+// errorResult marks a failed tool's result in its text, since a Chat
+// Completions tool message has no is_error.
+func errorResult(c messages.Content) messages.Content {
+	if !c.IsList() {
+		return messages.TextContent("Error: " + c.Text)
+	}
+	parts := append([]messages.Part{{Type: messages.PartText, Text: "Error:"}}, c.Parts...)
+	return messages.Content{Parts: parts}
+}
+
+func toolResult(param string, raw json.RawMessage) (messages.Content, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return messages.TextContent(""), nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return messages.TextContent(s), nil
+	}
+	var blocks []anthropicBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return messages.Content{}, ferr(param, "must be a string or a list of text and image blocks")
+	}
+	var parts []messages.Part
+	for j, b := range blocks {
+		switch b.Type {
+		case "text":
+			if b.Text != nil {
+				parts = append(parts, messages.Part{Type: messages.PartText, Text: *b.Text})
+			}
+		case "image":
+			im, err := anthropicImage(b.Source)
+			if err != nil {
+				return messages.Content{}, ferr(fmt.Sprintf("%s[%d].source", param, j), "%v", err)
+			}
+			parts = append(parts, messages.Part{Type: messages.PartImage, Image: im})
+		default:
+			return messages.Content{}, ferr(fmt.Sprintf("%s[%d].type", param, j), "%q is not text or image", b.Type)
+		}
+	}
+	return content(parts), nil
+}
+
+func anthropicImage(src *anthropicSrc) (*messages.Image, error) {
+	if src == nil {
+		return nil, fmt.Errorf("is required")
+	}
+	switch src.Type {
+	case "base64":
+		if src.MediaType == "" || src.Data == "" {
+			return nil, fmt.Errorf("a base64 image needs media_type and data")
+		}
+		return &messages.Image{MIME: src.MediaType, Data: src.Data}, nil
+	case "url":
+		if src.URL == "" {
+			return nil, fmt.Errorf("a url image needs url")
+		}
+		return &messages.Image{URL: src.URL}, nil
+	}
+	return nil, fmt.Errorf("type %q is not base64 or url", src.Type)
+}
+
+// anthropicAssistant reads an assistant turn into one message: its text,
+// its tool calls and its thinking (the text as Reasoning, the signature
+// kept beside it).
+func (t *Turn) anthropicAssistant(param string, blocks []anthropicBlock) error {
+	m := messages.Message{Role: messages.RoleAssistant}
+	var texts, thinking []string
+	for j, b := range blocks {
+		bp := fmt.Sprintf("%s.content[%d]", param, j)
+		switch b.Type {
+		case "text":
+			if b.Text == nil {
+				return ferr(bp+".text", "is required")
+			}
+			texts = append(texts, *b.Text)
+		case "tool_use":
+			if b.ID == "" || b.Name == "" {
+				return ferr(bp, "a tool_use block needs id and name")
+			}
+			args := "{}"
+			if len(b.Input) > 0 && string(b.Input) != "null" {
+				args = string(b.Input)
+			}
+			m.ToolCalls = append(m.ToolCalls, messages.NewToolCall(b.ID, b.Name, args))
+		case "thinking":
+			thinking = append(thinking, b.Thinking)
+			if b.Signature != "" {
+				sig, _ := json.Marshal(b.Signature)
+				m.Extra = map[string]json.RawMessage{ThinkingSignatureKey: sig}
+			}
+		case "redacted_thinking":
+			// Encrypted reasoning only the provider can read; not kept.
+		default:
+			return ferr(bp+".type", "%q is not an assistant block loom reads (text, tool_use, thinking)", b.Type)
+		}
+	}
+	m.Content = messages.TextContent(strings.Join(texts, ""))
+	m.Reasoning = strings.Join(thinking, "\n")
+	if m.Content.IsEmpty() && len(m.ToolCalls) == 0 && m.Reasoning == "" {
+		return nil // an empty turn (a prefill Claude Code left empty)
+	}
+	t.Messages = append(t.Messages, m)
+	return nil
+}
+
+func anthropicTools(f map[string]json.RawMessage) ([]llm.Tool, error) {
+	if !has(f, "tools") {
+		return nil, nil
+	}
+	var tools []struct {
+		Type        string         `json:"type"`
+		Name        string         `json:"name"`
+		Description string         `json:"description"`
+		InputSchema map[string]any `json:"input_schema"`
+	}
+	if err := json.Unmarshal(f["tools"], &tools); err != nil {
+		return nil, ferr("tools", "must be a list of tools")
+	}
+	if len(tools) > MaxItems {
+		return nil, ferr("tools", "more than %d tools", MaxItems)
+	}
+	out := make([]llm.Tool, 0, len(tools))
+	for i, tl := range tools {
+		if tl.Type != "" && tl.Type != "custom" {
+			return nil, ferr(fmt.Sprintf("tools[%d].type", i), "%q is a tool the provider runs; loom's upstream takes custom tools only", tl.Type)
+		}
+		if tl.Name == "" {
+			return nil, ferr(fmt.Sprintf("tools[%d].name", i), "is required")
+		}
+		if tl.InputSchema == nil {
+			return nil, ferr(fmt.Sprintf("tools[%d].input_schema", i), "is required")
+		}
+		out = append(out, llm.Tool{Name: tl.Name, Description: tl.Description, Parameters: tl.InputSchema})
+	}
+	return out, nil
+}
+
+func anthropicToolChoice(f map[string]json.RawMessage) (llm.ToolChoice, *bool, error) {
+	if !has(f, "tool_choice") {
+		return llm.ToolChoice{}, nil, nil
+	}
+	var tc struct {
+		Type                   string `json:"type"`
+		Name                   string `json:"name"`
+		DisableParallelToolUse *bool  `json:"disable_parallel_tool_use"`
+	}
+	if err := json.Unmarshal(f["tool_choice"], &tc); err != nil {
+		return llm.ToolChoice{}, nil, ferr("tool_choice", "must be an object with a type")
+	}
+	var parallel *bool
+	if tc.DisableParallelToolUse != nil {
+		p := !*tc.DisableParallelToolUse
+		parallel = &p
+	}
+	switch tc.Type {
+	case "auto":
+		return llm.ToolChoice{Mode: llm.ToolChoiceAuto}, parallel, nil
+	case "any":
+		return llm.ToolChoice{Mode: llm.ToolChoiceRequired}, parallel, nil
+	case "none":
+		return llm.ToolChoice{Mode: llm.ToolChoiceNone}, parallel, nil
+	case "tool":
+		if tc.Name == "" {
+			return llm.ToolChoice{}, nil, ferr("tool_choice.name", "is required for type tool")
+		}
+		return llm.ForceTool(tc.Name), parallel, nil
+	}
+	return llm.ToolChoice{}, nil, ferr("tool_choice.type", "%q is not one of auto, any, tool, none", tc.Type)
+}

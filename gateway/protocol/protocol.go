@@ -1,0 +1,216 @@
+// Package protocol reads and writes the wire formats the gateway speaks
+// besides Chat Completions: OpenAI's Responses API and Anthropic's
+// Messages API, the model lists and the error bodies of both. It holds
+// codecs only: a request becomes a [Turn] (loom's messages and the
+// model call's options), and a model's reply ([llm.Response], or its text
+// as it streams) becomes the protocol's object or its event stream. It
+// does no I/O beyond the writer it is handed, keeps no state between
+// requests and reads no clock: times and ids come from the caller.
+//
+// Every decoder bounds what it keeps (see [MaxItems]) and answers bad
+// input with a [*FieldError] naming the field, as the providers' own
+// errors do.
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/messages"
+)
+
+// Turn is one inbound request in loom's terms.
+type Turn struct {
+	// Messages is the conversation as the client sent it, its system
+	// text taken out.
+	Messages []messages.Message
+	// System is the client's own system text, in the order it came.
+	System []string
+	// Model is the model the client asked for, "" when it named none.
+	Model  string
+	Stream bool
+	// User is whose memories these are ("" when the request says not).
+	User string
+	// Session is a session the request names in its body, "" when none.
+	Session string
+	// Call holds the model call's options: tools, tool choice, output
+	// schema, token limit, temperature, and in Extra the fields either
+	// upstream takes as they are (top_p, top_k).
+	Call llm.Request
+	// Stop is the stop sequences; Parallel is parallel_tool_calls, nil
+	// when unsaid. Their fields differ between upstreams.
+	Stop     []string
+	Parallel *bool
+
+	// PreviousResponseID is the Responses API's previous_response_id.
+	PreviousResponseID string
+	// NoStore is the Responses API's store: false.
+	NoStore bool
+}
+
+// FieldError is a request the protocol refuses, naming the field at fault
+// ("input[2].content[0].image_url"); Param is "" for the body as a whole.
+type FieldError struct {
+	Param string
+	Msg   string
+}
+
+func (e *FieldError) Error() string {
+	if e.Param == "" {
+		return e.Msg
+	}
+	return e.Param + ": " + e.Msg
+}
+
+func ferr(param, format string, args ...any) *FieldError {
+	return &FieldError{Param: param, Msg: fmt.Sprintf(format, args...)}
+}
+
+// MaxItems bounds the items (messages, blocks, tools) of one request.
+const MaxItems = 100_000
+
+// object reads body as a JSON object, each field kept raw.
+func object(body []byte) (map[string]json.RawMessage, error) {
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(body, &f); err != nil || f == nil {
+		return nil, ferr("", "the request body must be a JSON object")
+	}
+	return f, nil
+}
+
+// has reports whether a field is present and not null.
+func has(f map[string]json.RawMessage, k string) bool {
+	v, ok := f[k]
+	return ok && string(v) != "null"
+}
+
+func str(f map[string]json.RawMessage, k string) (string, error) {
+	if !has(f, k) {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(f[k], &s); err != nil {
+		return "", ferr(k, "must be a string")
+	}
+	return s, nil
+}
+
+func boolean(f map[string]json.RawMessage, k string) (bool, error) {
+	if !has(f, k) {
+		return false, nil
+	}
+	var b bool
+	if err := json.Unmarshal(f[k], &b); err != nil {
+		return false, ferr(k, "must be a boolean")
+	}
+	return b, nil
+}
+
+func positive(f map[string]json.RawMessage, k string) (int, error) {
+	if !has(f, k) {
+		return 0, nil
+	}
+	var n int
+	if err := json.Unmarshal(f[k], &n); err != nil || n < 1 {
+		return 0, ferr(k, "must be a positive integer")
+	}
+	return n, nil
+}
+
+// number checks a numeric field and passes it on as sent.
+func number(f map[string]json.RawMessage, k string, extra map[string]json.RawMessage) (*float64, error) {
+	if !has(f, k) {
+		return nil, nil
+	}
+	var x float64
+	if err := json.Unmarshal(f[k], &x); err != nil {
+		return nil, ferr(k, "must be a number")
+	}
+	if extra != nil {
+		extra[k] = f[k]
+	}
+	return &x, nil
+}
+
+// stringMap reads metadata: an object of strings.
+func stringMap(f map[string]json.RawMessage, k string) (map[string]string, error) {
+	if !has(f, k) {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal(f[k], &m); err != nil {
+		return nil, ferr(k, "must be an object of strings")
+	}
+	return m, nil
+}
+
+// imageFromURL reads an image URL as the Chat Completions decoder does: a
+// base64 data URL, or a remote image.
+func imageFromURL(u string) (*messages.Image, error) {
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		if u == "" {
+			return nil, errors.New("an image needs a URL")
+		}
+		return &messages.Image{URL: u}, nil
+	}
+	mime, data, ok := strings.Cut(rest, ";base64,")
+	if !ok || mime == "" {
+		return nil, errors.New("data URL is not base64 with a MIME type")
+	}
+	return &messages.Image{MIME: mime, Data: data}, nil
+}
+
+// content makes message content from parts: plain text when the parts are
+// one text, else the list.
+func content(parts []messages.Part) messages.Content {
+	if len(parts) == 1 && parts[0].Type == messages.PartText {
+		return messages.TextContent(parts[0].Text)
+	}
+	if len(parts) == 0 {
+		return messages.TextContent("")
+	}
+	return messages.Content{Parts: parts}
+}
+
+// textOf joins the text parts of c, one a line.
+func textOf(c messages.Content) string {
+	if !c.IsList() {
+		return c.Text
+	}
+	var b strings.Builder
+	for _, p := range c.Parts {
+		if p.Type == messages.PartText {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// marshal is json.Marshal without HTML escaping.
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("protocol: marshal: " + err.Error()) // only loom's own types are marshalled
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// objectArgs is a tool call's arguments as a JSON object's text: what the
+// model sent when it is one, else {} (a model may produce any text).
+func objectArgs(args string) json.RawMessage {
+	a := bytes.TrimSpace([]byte(args))
+	if len(a) == 0 || a[0] != '{' || !json.Valid(a) {
+		return json.RawMessage("{}")
+	}
+	return json.RawMessage(a)
+}

@@ -1,0 +1,733 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/gateway/protocol"
+	"github.com/loomctx/loom/internal/redact"
+	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/messages"
+	"github.com/loomctx/loom/server"
+)
+
+// The Responses and Messages front ends. Each request is decoded by
+// package protocol into loom's messages and the call's options, built
+// like a Chat Completions turn (loom's prompt, memories, skills, runtime
+// block), sent through llm's client for the configured upstream (OpenAI-
+// compatible or Anthropic, whichever the client speaks), and answered in
+// the client's protocol, streamed or not. The model is loom.yaml's
+// llm.model unless gateway.models maps the client's model id.
+//
+// Routes (an Anthropic client's base URL is the server, or
+// /v1/workspaces/{ws}, and its SDK adds /v1/messages):
+//
+//	POST /v1/responses                     POST /v1/workspaces/{ws}/responses
+//	POST /v1/messages                      POST /v1/workspaces/{ws}/v1/messages
+//	POST /v1/messages/count_tokens         POST /v1/workspaces/{ws}/v1/messages/count_tokens
+//	GET  /v1/models                        GET  /v1/workspaces/{ws}/models, …/v1/models
+
+// front is the protocol a request came in.
+type front int
+
+const (
+	frontOpenAI front = iota
+	frontAnthropic
+)
+
+func (g *Gateway) mountProtocols(s *server.Server) {
+	def := func(f front, h server.WorkspaceHandler) func(http.ResponseWriter, *http.Request) {
+		return func(w http.ResponseWriter, r *http.Request) {
+			ws, err := s.Workspace(server.DefaultWorkspace)
+			if err != nil {
+				g.fail(w, f, http.StatusNotFound, "workspace_not_found", "",
+					"no default workspace: this server serves a root of workspaces; use /v1/workspaces/{ws}"+strings.TrimPrefix(r.URL.Path, "/v1")+
+						"; served: "+strings.Join(s.WorkspaceNames(), ", "))
+				return
+			}
+			h(w, r, ws)
+		}
+	}
+	s.HandleFunc("POST /v1/responses", def(frontOpenAI, g.responses))
+	s.HandleWorkspace("POST /v1/workspaces/{ws}/responses", g.responses)
+	s.HandleFunc("POST /v1/messages", def(frontAnthropic, g.messagesAPI))
+	s.HandleWorkspace("POST /v1/workspaces/{ws}/v1/messages", g.messagesAPI)
+	s.HandleFunc("POST /v1/messages/count_tokens", def(frontAnthropic, g.countTokens))
+	s.HandleWorkspace("POST /v1/workspaces/{ws}/v1/messages/count_tokens", g.countTokens)
+	s.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		f := frontOf(r)
+		def(f, g.models)(w, r)
+	})
+	s.HandleWorkspace("GET /v1/workspaces/{ws}/models", g.models)
+	s.HandleWorkspace("GET /v1/workspaces/{ws}/v1/models", g.models)
+	s.ShapeErrors(func(w http.ResponseWriter, r *http.Request, p *server.Problem) bool {
+		f, ok := gatewayPath(r)
+		if !ok {
+			return false
+		}
+		msg := p.Detail
+		if p.Code == server.CodeWorkspaceUnknown {
+			msg += "; served: " + strings.Join(s.WorkspaceNames(), ", ")
+		}
+		g.fail(w, f, p.Status, p.Code, p.Field, msg)
+		return true
+	})
+}
+
+// frontOf is the protocol a request speaks by its path and headers: an
+// Anthropic client sends anthropic-version.
+func frontOf(r *http.Request) front {
+	if r.Header.Get("Anthropic-Version") != "" || strings.Contains(r.URL.Path, "/v1/messages") && !strings.HasPrefix(r.URL.Path, "/v1/workspaces/") {
+		return frontAnthropic
+	}
+	if rest, ok := workspaceRest(r.URL.Path); ok && strings.HasPrefix(rest, "/v1/messages") {
+		return frontAnthropic
+	}
+	return frontOpenAI
+}
+
+// workspaceRest is what follows /v1/workspaces/{ws} in a path.
+func workspaceRest(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, "/v1/workspaces/")
+	if !ok {
+		return "", false
+	}
+	i := strings.IndexByte(rest, '/')
+	if i < 0 {
+		return "", true
+	}
+	return rest[i:], true
+}
+
+// gatewayPath reports whether a request is for a gateway route (an
+// OpenAI or Anthropic client's, whose errors must be in its protocol's
+// shape) and which protocol: a model API path at the top (any /v1/ path
+// that is not loom's own API) or under a workspace.
+func gatewayPath(r *http.Request) (front, bool) {
+	p := r.URL.Path
+	rest, inWS := workspaceRest(p)
+	if !inWS {
+		if !strings.HasPrefix(p, "/v1/") || p == "/v1/tokens" || p == "/v1/openapi.json" || strings.HasPrefix(p, "/v1/workspaces") {
+			return 0, false
+		}
+		return frontOf(r), true
+	}
+	for _, pre := range []string{"/chat/", "/responses", "/models", "/v1/", "/completions", "/embeddings"} {
+		if strings.HasPrefix(rest, pre) {
+			return frontOf(r), true
+		}
+	}
+	return 0, false
+}
+
+// fail writes an error in the front's shape.
+func (g *Gateway) fail(w http.ResponseWriter, f front, status int, code, param, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	var body []byte
+	if f == frontAnthropic {
+		body = protocol.AnthropicError(protocol.AnthropicErrorType(status), msg)
+	} else {
+		body = protocol.OpenAIError(protocol.OpenAIErrorType(status), code, param, msg)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// readBody reads a request body, answering a too-large one.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, f front) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			g.fail(w, f, http.StatusRequestEntityTooLarge, "body_too_large", "", "request body larger than "+strconv.FormatInt(mb.Limit, 10)+" bytes")
+		}
+		return nil, false
+	}
+	return body, true
+}
+
+// ready returns the workspace's upstream, answering when there is none.
+func (g *Gateway) ready(w http.ResponseWriter, r *http.Request, ws *server.Workspace, f front) (*upstream, bool) {
+	eng, err := ws.Engine()
+	if err != nil {
+		g.fail(w, f, http.StatusServiceUnavailable, "upstream_not_configured", "", err.Error())
+		return nil, false
+	}
+	st := g.upstreamFor(ws, eng)
+	if st.err != nil {
+		status, code := http.StatusServiceUnavailable, "upstream_not_configured"
+		msg := redact.String(st.err.Error())
+		if isConfigError(st.err) {
+			status, code, msg = http.StatusUnprocessableEntity, "config_invalid", st.err.Error()
+		}
+		g.fail(w, f, status, code, "", msg)
+		return nil, false
+	}
+	return st, true
+}
+
+// badTurn answers a request the decoder or the build refused.
+func (g *Gateway) badTurn(w http.ResponseWriter, r *http.Request, f front, err error) {
+	var pe *protocol.FieldError
+	var fe *fieldError
+	switch {
+	case errors.As(err, &pe):
+		g.fail(w, f, http.StatusBadRequest, "invalid_value", pe.Param, err.Error())
+	case errors.As(err, &fe):
+		g.fail(w, f, http.StatusBadRequest, "invalid_value", fe.param, fe.Error())
+	default:
+		g.log.Error("gateway: build", "request_id", server.RequestID(r), "err", err)
+		g.fail(w, f, http.StatusInternalServerError, "build_failed", "", "loom could not build the request; see the server log for request "+server.RequestID(r))
+	}
+}
+
+// turnKey is the Extra key on the first message a turn stores naming the
+// turn (a Responses API response id), so previous_response_id and
+// item_reference find it again.
+const turnKey = "loom_turn"
+
+// newResponseID makes a response id that carries its session: resp_,
+// the session key in hex, _, and 8 random bytes in hex. Hex has no _, so
+// the session reads back from any id made from it (msg_…, fc_…_N).
+func newResponseID(session string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "resp_" + hex.EncodeToString([]byte(session)) + "_" + hex.EncodeToString(b[:])
+}
+
+// idSession is the session a response or item id names, and the id of
+// the response it belongs to.
+func idSession(id string) (session, respID string, ok bool) {
+	var rest string
+	for _, p := range []string{"resp_", "msg_", "fc_"} {
+		if r, found := strings.CutPrefix(id, p); found {
+			rest = r
+			break
+		}
+	}
+	h, tail, found := strings.Cut(rest, "_")
+	if !found || len(tail) < 16 {
+		return "", "", false
+	}
+	raw, err := hex.DecodeString(h)
+	if err != nil || !plainName(string(raw)) {
+		return "", "", false
+	}
+	return string(raw), "resp_" + h + "_" + tail[:16], true
+}
+
+// storedTurn is a response loom stored: the session up to its end, and
+// its reply.
+type storedTurn struct {
+	history []messages.Message
+	reply   messages.Message
+}
+
+// findResponse loads the turn a response id names from its session.
+func (g *Gateway) findResponse(ctx context.Context, ws *server.Workspace, id string) (*storedTurn, error) {
+	key, respID, ok := idSession(id)
+	if !ok {
+		return nil, errors.New("no response " + strconv.Quote(id) + " from loom")
+	}
+	store, err := ws.SessionStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := store.Load(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	want, _ := json.Marshal(respID)
+	start := -1
+	for i, m := range sess.Messages {
+		if v, ok := m.Extra[turnKey]; ok {
+			if start >= 0 {
+				return newStored(sess.Messages[:i], start), nil
+			}
+			if string(v) == string(want) {
+				start = i
+			}
+		}
+	}
+	if start < 0 {
+		return nil, errors.New("no response " + strconv.Quote(id) + " in session " + strconv.Quote(key) + " (it was not stored, or the session was cleared)")
+	}
+	return newStored(sess.Messages, start), nil
+}
+
+func newStored(msgs []messages.Message, start int) *storedTurn {
+	t := &storedTurn{history: msgs}
+	for i := len(msgs) - 1; i >= start; i-- {
+		if msgs[i].Role == messages.RoleAssistant {
+			t.reply = msgs[i]
+			break
+		}
+	}
+	return t
+}
+
+// resolver answers item_reference items from the stored turns, each
+// session read once per request.
+func (g *Gateway) resolver(ctx context.Context, ws *server.Workspace) protocol.Resolver {
+	seen := map[string]*storedTurn{}
+	return func(id string) (messages.Message, error) {
+		_, respID, ok := idSession(id)
+		if !ok {
+			return messages.Message{}, errors.New("item " + strconv.Quote(id) + " is not one loom made; send the item itself")
+		}
+		t := seen[respID]
+		if t == nil {
+			var err error
+			if t, err = g.findResponse(ctx, ws, respID); err != nil {
+				return messages.Message{}, err
+			}
+			seen[respID] = t
+		}
+		r := t.reply
+		if strings.HasPrefix(id, "msg_") {
+			return messages.Message{Role: messages.RoleAssistant, Content: r.Content}, nil
+		}
+		i, err := strconv.Atoi(id[strings.LastIndexByte(id, '_')+1:])
+		if err != nil || i < 0 || i >= len(r.ToolCalls) {
+			return messages.Message{}, errors.New("no function call " + strconv.Quote(id) + " in its response")
+		}
+		return messages.Message{Role: messages.RoleAssistant, ToolCalls: []messages.ToolCall{r.ToolCalls[i]}}, nil
+	}
+}
+
+// callFor makes the upstream call from the decoded turn and the built
+// messages (system first), with the fields the upstream's protocol names
+// its own way.
+func callFor(st *upstream, t *protocol.Turn, b *built) llm.Request {
+	req := t.Call
+	req.Extra = maps.Clone(t.Call.Extra)
+	if req.Extra == nil {
+		req.Extra = map[string]json.RawMessage{}
+	}
+	req.Model = st.cfg.Gateway.UpstreamModel(t.Model, st.lc.Model)
+	req.System = b.msgs[0].Content.String()
+	req.Messages = b.msgs[1:]
+	if st.isAnthro {
+		// llm's Anthropic client sends no temperature of its own.
+		if req.Temperature != nil {
+			req.Extra["temperature"], _ = json.Marshal(*req.Temperature)
+		}
+		if len(t.Stop) > 0 {
+			req.Extra["stop_sequences"], _ = json.Marshal(t.Stop)
+		}
+		if t.User != "" {
+			req.Extra["metadata"], _ = json.Marshal(map[string]string{"user_id": t.User})
+		}
+		return req
+	}
+	delete(req.Extra, "top_k") // Chat Completions has none
+	if len(t.Stop) > 0 {
+		req.Extra["stop"], _ = json.Marshal(t.Stop)
+	}
+	if t.Parallel != nil && len(req.Tools) > 0 {
+		req.Extra["parallel_tool_calls"], _ = json.Marshal(*t.Parallel)
+	}
+	return req
+}
+
+// clientFor is the upstream client for a request: loom's, or one with the
+// client's own key when loom has none and gateway.forward_auth allows it.
+func (g *Gateway) clientFor(r *http.Request, st *upstream) llm.Client {
+	if st.lc.APIKey != "" || !st.cfg.Gateway.ForwardsAuth() {
+		return st.turns
+	}
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if tok == "" {
+		tok = r.Header.Get("X-Api-Key")
+	}
+	if tok == "" {
+		return st.turns
+	}
+	lc := st.lc
+	lc.APIKey, lc.MaxRetries = tok, -1
+	c, err := llm.New(lc, llm.WithHTTPClient(g.hc))
+	if err != nil {
+		return st.turns
+	}
+	return c
+}
+
+// upstreamError answers an upstream's failure in the front's shape: its
+// status relayed (a 429 with its Retry-After), 502 when it did not answer.
+func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, f front, st *upstream, err error) {
+	var ae *llm.APIError
+	if errors.As(err, &ae) {
+		if ae.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ae.RetryAfter.Seconds()))))
+		}
+		msg := ae.Message
+		if msg == "" {
+			msg = http.StatusText(ae.StatusCode)
+		}
+		g.fail(w, f, ae.StatusCode, "upstream_"+strconv.Itoa(ae.StatusCode), "", "upstream "+st.host+": "+msg)
+		return
+	}
+	msg := upstreamMessage(err)
+	g.log.Warn("gateway: upstream failed", "request_id", server.RequestID(r), "upstream", st.host, "err", msg)
+	g.fail(w, f, http.StatusBadGateway, "upstream_unreachable", "", "upstream "+st.host+" did not answer: "+msg)
+}
+
+func upstreamMessage(err error) string {
+	var ue *llm.UnreachableError
+	if errors.As(err, &ue) {
+		if ue.Timeout {
+			return "timed out"
+		}
+		return redact.String(ue.Err.Error())
+	}
+	return redact.String(err.Error())
+}
+
+// sse is a response writer for an event stream: the status line and
+// headers go out with the first event, so an error before it is still
+// answered with its own status.
+type sse struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+	gone    bool
+}
+
+func newSSE(w http.ResponseWriter) *sse { return &sse{w: w, rc: http.NewResponseController(w)} }
+
+func (s *sse) Write(p []byte) (int, error) {
+	if !s.started {
+		s.started = true
+		h := s.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	n, err := s.w.Write(p)
+	if err != nil {
+		s.gone = true
+	}
+	return n, err
+}
+
+func (s *sse) flush() {
+	if s.started && !s.gone {
+		s.rc.Flush()
+	}
+}
+
+func writeJSONBody(w http.ResponseWriter, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+}
+
+// markTurn names the turn on the first message it stores (those after the
+// client's last assistant message).
+func markTurn(q *request, id string) {
+	first := 0
+	for i, m := range q.msgs {
+		if m.Role == messages.RoleAssistant {
+			first = i + 1
+		}
+	}
+	if first >= len(q.msgs) {
+		return
+	}
+	m := &q.msgs[first]
+	m.Extra = maps.Clone(m.Extra)
+	if m.Extra == nil {
+		m.Extra = map[string]json.RawMessage{}
+	}
+	m.Extra[turnKey], _ = json.Marshal(id)
+}
+
+func (g *Gateway) responses(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
+	const f = frontOpenAI
+	body, ok := g.readBody(w, r, f)
+	if !ok {
+		return
+	}
+	st, ok := g.ready(w, r, ws, f)
+	if !ok {
+		return
+	}
+	t, err := protocol.DecodeResponses(body, g.resolver(r.Context(), ws))
+	if err != nil {
+		g.badTurn(w, r, f, err)
+		return
+	}
+	var history []messages.Message
+	prevKey := ""
+	if t.PreviousResponseID != "" {
+		prev, err := g.findResponse(r.Context(), ws, t.PreviousResponseID)
+		if err != nil {
+			g.fail(w, f, http.StatusNotFound, "previous_response_not_found", "previous_response_id", err.Error())
+			return
+		}
+		history = prev.history
+		prevKey, _, _ = idSession(t.PreviousResponseID)
+	}
+	q := &request{msgs: append(history, t.Messages...), clientSys: t.System, stream: t.Stream, user: t.User,
+		channel: r.Header.Get("X-Loom-Channel")}
+	if !t.NoStore {
+		q.key = firstOf(r.Header.Get("X-Loom-Session"), t.Session, prevKey, t.User)
+		if q.key == "" {
+			var b [6]byte
+			rand.Read(b[:])
+			q.key = "responses-" + hex.EncodeToString(b[:])
+		}
+	}
+	if err := checkNames(q); err != nil {
+		g.badTurn(w, r, f, err)
+		return
+	}
+	respID := newResponseID(q.key)
+	b, err := g.build(r.Context(), ws, st, q)
+	if err != nil {
+		g.badTurn(w, r, f, err)
+		return
+	}
+	if q.key != "" {
+		markTurn(q, respID)
+	}
+	call := callFor(st, t, b)
+	client := g.clientFor(r, st)
+	g.loomHeaders(w, q, b)
+	w.Header().Set("X-Loom-Upstream-Model", call.Model)
+	meta := protocol.ResponseMeta{ID: respID, CreatedAt: g.opts.Now().Unix(), Model: firstOf(t.Model, call.Model), Turn: t}
+	if !t.Stream {
+		resp, err := client.Complete(r.Context(), call)
+		if err != nil {
+			if r.Context().Err() == nil {
+				g.upstreamError(w, r, f, st, err)
+			}
+			return
+		}
+		g.save(r, ws, st, q, reply{text: []byte(resp.Content), calls: resp.ToolCalls})
+		writeJSONBody(w, protocol.Response(meta, resp))
+		return
+	}
+	out := newSSE(w)
+	s := protocol.NewResponsesStream(out, meta)
+	resp, err := client.Stream(r.Context(), call, func(delta string) {
+		s.Text(delta)
+		out.flush()
+	})
+	if err != nil {
+		g.streamBroke(w, r, f, st, ws, q, resp, err, out, func(msg string) { s.Fail("upstream_error", msg) })
+		return
+	}
+	s.Finish(resp)
+	g.save(r, ws, st, q, reply{text: []byte(resp.Content), calls: resp.ToolCalls, cut: gone(out)})
+	s.Complete(resp)
+	out.flush()
+}
+
+func gone(out *sse) string {
+	if out.gone {
+		return "client disconnected"
+	}
+	return ""
+}
+
+// streamBroke handles a streamed call that failed: before anything was
+// written the error is answered with its status and nothing is saved;
+// after, the stream ends with the protocol's failure event and what
+// arrived is saved marked as cut.
+func (g *Gateway) streamBroke(w http.ResponseWriter, r *http.Request, f front, st *upstream, ws *server.Workspace, q *request,
+	resp llm.Response, err error, out *sse, failEvent func(string)) {
+	if !out.started {
+		if r.Context().Err() == nil {
+			g.upstreamError(w, r, f, st, err)
+		}
+		return
+	}
+	cut := "client disconnected"
+	if r.Context().Err() == nil {
+		msg := "upstream stream broke: " + upstreamMessage(err)
+		cut = msg
+		failEvent(msg)
+		out.flush()
+	}
+	g.save(r, ws, st, q, reply{text: []byte(resp.Content), calls: resp.ToolCalls, cut: cut})
+}
+
+// checkNames checks the session and channel a request names.
+func checkNames(q *request) error {
+	if q.key != "" && !plainName(q.key) {
+		return ferr("X-Loom-Session", "a session id is 1 to 128 letters, digits and - _ . : @, not starting with a dot")
+	}
+	if q.channel != "" && !plainName(q.channel) {
+		return ferr("X-Loom-Channel", "a channel is a plain name")
+	}
+	if len(q.user) > 4096 {
+		return ferr("user", "longer than 4096 bytes")
+	}
+	return nil
+}
+
+// anthropicTurn decodes a Messages API request into the gateway's request:
+// the session is X-Loom-Session, else Claude Code's session id (its
+// header, or metadata.user_id), else the user.
+func anthropicTurn(r *http.Request, body []byte, countOnly bool) (*protocol.Turn, *request, error) {
+	t, err := protocol.DecodeMessages(body, countOnly)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := &request{msgs: t.Messages, clientSys: t.System, stream: t.Stream, user: t.User, channel: r.Header.Get("X-Loom-Channel"),
+		key: firstOf(r.Header.Get("X-Loom-Session"), r.Header.Get("X-Claude-Code-Session-Id"), t.Session, t.User)}
+	if !plainName(q.user) {
+		q.user = "" // not a name loom can keep memories under
+	}
+	if err := checkNames(q); err != nil {
+		return nil, nil, err
+	}
+	return t, q, nil
+}
+
+func (g *Gateway) messagesAPI(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
+	const f = frontAnthropic
+	body, ok := g.readBody(w, r, f)
+	if !ok {
+		return
+	}
+	st, ok := g.ready(w, r, ws, f)
+	if !ok {
+		return
+	}
+	t, q, err := anthropicTurn(r, body, false)
+	if err != nil {
+		g.badTurn(w, r, f, err)
+		return
+	}
+	b, err := g.build(r.Context(), ws, st, q)
+	if err != nil {
+		g.badTurn(w, r, f, err)
+		return
+	}
+	call := callFor(st, t, b)
+	client := g.clientFor(r, st)
+	g.loomHeaders(w, q, b)
+	w.Header().Set("X-Loom-Upstream-Model", call.Model)
+	var rb [12]byte
+	rand.Read(rb[:])
+	meta := protocol.MessageMeta{ID: "msg_" + hex.EncodeToString(rb[:]), Model: firstOf(t.Model, call.Model)}
+	if !t.Stream {
+		resp, err := client.Complete(r.Context(), call)
+		if err != nil {
+			if r.Context().Err() == nil {
+				g.upstreamError(w, r, f, st, err)
+			}
+			return
+		}
+		g.save(r, ws, st, q, reply{text: []byte(resp.Content), calls: resp.ToolCalls})
+		writeJSONBody(w, protocol.Message(meta, resp))
+		return
+	}
+	out := newSSE(w)
+	s := protocol.NewMessagesStream(out, meta)
+	resp, err := client.Stream(r.Context(), call, func(delta string) {
+		s.Text(delta)
+		out.flush()
+	})
+	if err != nil {
+		g.streamBroke(w, r, f, st, ws, q, resp, err, out, func(msg string) { s.Fail("api_error", msg) })
+		return
+	}
+	s.Finish(resp)
+	g.save(r, ws, st, q, reply{text: []byte(resp.Content), calls: resp.ToolCalls, cut: gone(out)})
+	s.Complete()
+	out.flush()
+}
+
+// countTokens answers count_tokens from loom's tokenizer: the tokens of
+// what loom would send upstream for this request (loom's prompt with the
+// client's system text, the messages' text and tool calls, and the tool
+// definitions), counted with the encoding of the configured model. It is
+// loom's count, not the provider's, which has its own tokenizer.
+func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
+	const f = frontAnthropic
+	body, ok := g.readBody(w, r, f)
+	if !ok {
+		return
+	}
+	st, ok := g.ready(w, r, ws, f)
+	if !ok {
+		return
+	}
+	t, q, err := anthropicTurn(r, body, true)
+	if err != nil {
+		g.badTurn(w, r, f, err)
+		return
+	}
+	q.key = "" // counting is not a turn: no report kept
+	b, err := g.build(r.Context(), ws, st, q)
+	if err != nil {
+		g.badTurn(w, r, f, err)
+		return
+	}
+	n := 0
+	for _, m := range b.msgs {
+		n += st.counter.Count(m.Content.String())
+		for _, tc := range m.ToolCalls {
+			n += st.counter.Count(tc.Function.Name) + st.counter.Count(tc.Function.Arguments)
+		}
+	}
+	for _, tl := range t.Call.Tools {
+		schema, _ := json.Marshal(tl.Parameters)
+		n += st.counter.Count(tl.Name) + st.counter.Count(tl.Description) + st.counter.Count(string(schema))
+	}
+	writeJSONBody(w, []byte(`{"input_tokens":`+strconv.Itoa(n)+`}`))
+}
+
+// models lists the configured model and the aliases, in OpenAI's shape or
+// Anthropic's (when the client sends anthropic-version).
+func (g *Gateway) models(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
+	f := frontOf(r)
+	st, ok := g.ready(w, r, ws, f)
+	if !ok {
+		return
+	}
+	list := modelList(st)
+	if f == frontAnthropic {
+		writeJSONBody(w, protocol.AnthropicModels(list))
+		return
+	}
+	writeJSONBody(w, protocol.OpenAIModels(list))
+}
+
+// modelList is the configured model first, then each alias in id order.
+func modelList(st *upstream) []protocol.Model {
+	var out []protocol.Model
+	if st.lc.Model != "" {
+		out = append(out, protocol.Model{ID: st.lc.Model})
+	}
+	for _, k := range sortedKeys(st.cfg.Gateway.Models) {
+		if k != st.lc.Model {
+			out = append(out, protocol.Model{ID: k, Target: st.cfg.Gateway.Models[k].Model})
+		}
+	}
+	return out
+}
+
+func isConfigError(err error) bool {
+	var ce *config.Error
+	return errors.As(err, &ce)
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
