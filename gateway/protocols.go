@@ -344,36 +344,35 @@ func callFor(st *upstream, t *protocol.Turn, b *built) llm.Request {
 }
 
 // clientFor is the upstream client for a request: loom's, or one with the
-// client's own key when loom has none and gateway.forward_auth allows it.
-func (g *Gateway) clientFor(r *http.Request, st *upstream) llm.Client {
-	if st.lc.APIKey != "" || !st.cfg.Gateway.ForwardsAuth() {
-		return st.turns
+// client's own key under gateway.forward_auth (clientKey's rule), which it
+// returns too so that an error echoing it is masked.
+func (g *Gateway) clientFor(w http.ResponseWriter, r *http.Request, f front, st *upstream) (llm.Client, string, bool) {
+	ck, err := g.clientKey(r, st)
+	if err != nil {
+		g.fail(w, f, http.StatusForbidden, "forward_auth_refused", "", redact.String(err.Error()))
+		return nil, "", false
 	}
-	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if tok == "" {
-		tok = r.Header.Get("X-Api-Key")
-	}
-	if tok == "" {
-		return st.turns
+	if ck == "" {
+		return st.turns, "", true
 	}
 	lc := st.lc
-	lc.APIKey, lc.MaxRetries = tok, -1
+	lc.APIKey, lc.MaxRetries = ck, -1
 	c, err := llm.New(lc, llm.WithHTTPClient(g.hc))
 	if err != nil {
-		return st.turns
+		return st.turns, "", true
 	}
-	return c
+	return c, ck, true
 }
 
 // upstreamError answers an upstream's failure in the front's shape: its
 // status relayed (a 429 with its Retry-After), 502 when it did not answer.
-func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, f front, st *upstream, err error) {
+func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, f front, st *upstream, err error, ck string) {
 	var ae *llm.APIError
 	if errors.As(err, &ae) {
 		if ae.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ae.RetryAfter.Seconds()))))
 		}
-		msg := ae.Message
+		msg := redact.Credentials(ae.Message, sentKeys(st, ck)...)
 		if msg == "" {
 			msg = http.StatusText(ae.StatusCode)
 		}
@@ -506,7 +505,10 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request, ws *server.W
 		markTurn(q, respID)
 	}
 	call := callFor(st, t, b)
-	client := g.clientFor(r, st)
+	client, ck, ok := g.clientFor(w, r, f, st)
+	if !ok {
+		return
+	}
 	g.loomHeaders(w, q, b)
 	w.Header().Set("X-Loom-Upstream-Model", call.Model)
 	meta := protocol.ResponseMeta{ID: respID, CreatedAt: g.opts.Now().Unix(), Model: firstOf(t.Model, call.Model), Turn: t}
@@ -514,7 +516,7 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request, ws *server.W
 		resp, err := client.Complete(r.Context(), call)
 		if err != nil {
 			if r.Context().Err() == nil {
-				g.upstreamError(w, r, f, st, err)
+				g.upstreamError(w, r, f, st, err, ck)
 			}
 			return
 		}
@@ -529,7 +531,7 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request, ws *server.W
 		out.flush()
 	})
 	if err != nil {
-		g.streamBroke(w, r, f, st, ws, q, resp, err, out, func(msg string) { s.Fail("upstream_error", msg) })
+		g.streamBroke(w, r, f, st, ws, q, resp, err, ck, out, func(msg string) { s.Fail("upstream_error", msg) })
 		return
 	}
 	s.Finish(resp)
@@ -550,10 +552,10 @@ func gone(out *sse) string {
 // after, the stream ends with the protocol's failure event and what
 // arrived is saved marked as cut.
 func (g *Gateway) streamBroke(w http.ResponseWriter, r *http.Request, f front, st *upstream, ws *server.Workspace, q *request,
-	resp llm.Response, err error, out *sse, failEvent func(string)) {
+	resp llm.Response, err error, ck string, out *sse, failEvent func(string)) {
 	if !out.started {
 		if r.Context().Err() == nil {
-			g.upstreamError(w, r, f, st, err)
+			g.upstreamError(w, r, f, st, err, ck)
 		}
 		return
 	}
@@ -621,7 +623,10 @@ func (g *Gateway) messagesAPI(w http.ResponseWriter, r *http.Request, ws *server
 		return
 	}
 	call := callFor(st, t, b)
-	client := g.clientFor(r, st)
+	client, ck, ok := g.clientFor(w, r, f, st)
+	if !ok {
+		return
+	}
 	g.loomHeaders(w, q, b)
 	w.Header().Set("X-Loom-Upstream-Model", call.Model)
 	var rb [12]byte
@@ -631,7 +636,7 @@ func (g *Gateway) messagesAPI(w http.ResponseWriter, r *http.Request, ws *server
 		resp, err := client.Complete(r.Context(), call)
 		if err != nil {
 			if r.Context().Err() == nil {
-				g.upstreamError(w, r, f, st, err)
+				g.upstreamError(w, r, f, st, err, ck)
 			}
 			return
 		}
@@ -646,7 +651,7 @@ func (g *Gateway) messagesAPI(w http.ResponseWriter, r *http.Request, ws *server
 		out.flush()
 	})
 	if err != nil {
-		g.streamBroke(w, r, f, st, ws, q, resp, err, out, func(msg string) { s.Fail("api_error", msg) })
+		g.streamBroke(w, r, f, st, ws, q, resp, err, ck, out, func(msg string) { s.Fail("api_error", msg) })
 		return
 	}
 	s.Finish(resp)

@@ -199,10 +199,13 @@ func (g *Gateway) clientKey(r *http.Request, st *upstream) (string, error) {
 	}
 	h := r.Header.Get("Authorization")
 	const prefix = "bearer "
-	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return "", nil
+	var tok string
+	switch {
+	case len(h) > len(prefix) && strings.EqualFold(h[:len(prefix)], prefix):
+		tok = strings.TrimSpace(h[len(prefix):])
+	case h == "":
+		tok = strings.TrimSpace(r.Header.Get("X-Api-Key")) // an Anthropic client's
 	}
-	tok := strings.TrimSpace(h[len(prefix):])
 	if tok == "" || g.s.IsOwnToken(tok) {
 		return "", nil
 	}
