@@ -78,9 +78,7 @@ var migrations = []string{
 		tokenize='porter unicode61 remove_diacritics 2');
 	INSERT INTO memories_fts(memories_fts) VALUES ('rebuild');
 	INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', 'bm25(1.0, 0.25)');
-	CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-		INSERT INTO memories_fts (rowid, content, category) VALUES (new.seq, new.content, new.category);
-	END;
+	` + ftsInsertTrigger + `;
 	CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
 		INSERT INTO memories_fts (memories_fts, rowid, content, category) VALUES ('delete', old.seq, old.content, old.category);
 	END;
@@ -95,3 +93,9 @@ var migrations = []string{
 // transaction and moves the counter once (the per-row update doubled an
 // import's time), then makes it again before committing.
 const insertTrigger = `CREATE TRIGGER memories_changed_insert AFTER INSERT ON memories BEGIN UPDATE changes SET n = n + 1; END`
+
+// ftsInsertTrigger indexes each new memory. Import drops it for its
+// transaction and indexes its rows in one statement, then makes it again.
+const ftsInsertTrigger = `CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+		INSERT INTO memories_fts (rowid, content, category) VALUES (new.seq, new.content, new.category);
+	END`

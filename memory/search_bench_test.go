@@ -12,8 +12,11 @@ import (
 )
 
 // zipfText makes memories and queries from a vocabulary of 20,000 made-up
-// words drawn with a Zipf law, as natural text is: a few words are in most
-// memories, most words in few. The same seed gives the same text.
+// words drawn with a Zipf law, as the content words of natural text are: a
+// few words are in many memories, most words in few. The law's offset (100)
+// stands for the most frequent words, which are stop words that a query
+// leaves out: the commonest word made is in about 1 memory in 10. The same
+// seed gives the same text.
 type zipfText struct {
 	rng   *rand.Rand
 	zipf  *rand.Zipf
@@ -34,7 +37,7 @@ func newZipfText(seed uint64) *zipfText {
 		}
 		vocab[i] = b.String()
 	}
-	return &zipfText{rng: rng, zipf: rand.NewZipf(rng, 1.1, 2, uint64(len(vocab)-1)), vocab: vocab}
+	return &zipfText{rng: rng, zipf: rand.NewZipf(rng, 1.1, 100, uint64(len(vocab)-1)), vocab: vocab}
 }
 
 func (z *zipfText) sentence(words int) string {

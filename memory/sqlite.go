@@ -615,8 +615,15 @@ func (s *SQLite) Import(ctx context.Context, ms []Memory) error {
 			return err
 		}
 		// The change counter moves once for the whole import rather than
-		// once per row (see insertTrigger); a rollback restores the trigger.
-		if _, err := tx.ExecContext(ctx, `DROP TRIGGER memories_changed_insert`); err != nil {
+		// once per row (see insertTrigger), and the rows are indexed in one
+		// statement after they are in: row by row, the index writes a
+		// segment per row and spends the import merging them. A rollback
+		// restores both triggers.
+		if _, err := tx.ExecContext(ctx, `DROP TRIGGER memories_changed_insert; DROP TRIGGER memories_fts_insert`); err != nil {
+			return err
+		}
+		var lastSeq int64
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM memories`).Scan(&lastSeq); err != nil {
 			return err
 		}
 		stmt, err := tx.PrepareContext(ctx, insertSQL+` ON CONFLICT (id) DO NOTHING`)
@@ -636,7 +643,10 @@ func (s *SQLite) Import(ctx context.Context, ms []Memory) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE changes SET n = n + 1`); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, insertTrigger); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO memories_fts (rowid, content, category) SELECT seq, content, category FROM memories WHERE seq > ?`, lastSeq); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, insertTrigger+`; `+ftsInsertTrigger); err != nil {
 			return err
 		}
 		return tx.Commit()

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,13 +17,16 @@ import (
 // among the index's top N are the top of that scope's ranking. When they
 // are fewer than the limit, the search runs again without the cut.
 func (s *SQLite) Search(ctx context.Context, q SearchQuery) ([]Hit, error) {
-	terms := Terms(q.Text)
+	terms, err := s.selective(ctx, Terms(q.Text))
+	if err != nil {
+		return nil, s.dbErr(err)
+	}
 	if len(terms) == 0 {
 		return nil, nil
 	}
 	match := ftsQuery(terms)
 	limit := q.limit()
-	first := max(200, 8*limit)
+	first := max(50, 4*limit)
 	hits, err := s.search(ctx, match, q.User, first, limit)
 	if err == nil && len(hits) < limit {
 		hits, err = s.search(ctx, match, q.User, -1, limit)
@@ -30,10 +34,66 @@ func (s *SQLite) Search(ctx context.Context, q SearchQuery) ([]Hit, error) {
 	if err != nil {
 		return nil, s.dbErr(err)
 	}
-	if err := s.matched(ctx, match, hits); err != nil {
-		return nil, s.dbErr(err)
-	}
 	return hits, nil
+}
+
+// Bounds on the work of one search. BM25 costs the index a few
+// microseconds for each memory that matches any term, so a search looks
+// for its rarest terms only: as many, up to maxRankedTerms, as match at
+// most maxRankedRows memories together (always the rarest one). A term in
+// that many memories says little about any of them.
+const (
+	maxRankedTerms = 12
+	maxRankedRows  = 3000
+)
+
+// selective returns the terms a search ranks by: terms ordered by how
+// many memories each matches (counted up to maxRankedRows, in the index,
+// stemmed as the index stems), rarest first, kept while their matches add
+// up to at most maxRankedRows. A term that matches nothing is dropped.
+func (s *SQLite) selective(ctx context.Context, terms []string) ([]string, error) {
+	type counted struct {
+		term string
+		n    int
+	}
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	// One statement counts every term: a statement each cost more in
+	// preparing than in counting.
+	subs := make([]string, len(terms))
+	args := make([]any, 0, len(terms)+1)
+	args = append(args, maxRankedRows+1)
+	n := make([]int, len(terms))
+	dest := make([]any, len(terms))
+	for i, t := range terms {
+		subs[i] = `(SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?` + strconv.Itoa(i+2) + ` LIMIT ?1))`
+		args = append(args, ftsQuery([]string{t}))
+		dest[i] = &n[i]
+	}
+	err := s.retry(ctx, func() error {
+		return s.db.QueryRowContext(ctx, `SELECT `+strings.Join(subs, `, `), args...).Scan(dest...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	cs := make([]counted, 0, len(terms))
+	for i, t := range terms {
+		if n[i] > 0 {
+			cs = append(cs, counted{t, n[i]})
+		}
+	}
+	slices.SortStableFunc(cs, func(a, b counted) int { return a.n - b.n })
+	var out []string
+	rows := 0
+	for _, c := range cs {
+		if len(out) == maxRankedTerms || (len(out) > 0 && rows+c.n > maxRankedRows) {
+			break
+		}
+		out = append(out, c.term)
+		rows += c.n
+	}
+	return out, nil
 }
 
 // search returns the best limit active hits of user's scope among the
@@ -46,9 +106,12 @@ func (s *SQLite) search(ctx context.Context, match, user string, first, limit in
 		args = append(args, user)
 	}
 	args = append(args, limit)
+	// The words that matched come from the index's highlight of each
+	// ranked row's content, stemming included.
 	query := `WITH ranked AS MATERIALIZED (
-		SELECT rowid, rank FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?)
-	SELECT m.seq, m.id, m.category, m.content, m.user, m.chat, m.created_s, m.created_ns, -ranked.rank
+		SELECT rowid, rank, highlight(memories_fts, 0, '` + markOpen + `', '` + markClose + `') AS marked
+		FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?)
+	SELECT m.seq, m.id, m.category, m.content, m.user, m.chat, m.created_s, m.created_ns, -ranked.rank, ranked.marked
 	FROM ranked JOIN memories m ON m.seq = ranked.rowid
 	WHERE m.superseded_by = '' AND m.forgotten = 0 AND ` + scope + `
 	ORDER BY ranked.rank, m.created_s DESC, m.created_ns DESC, m.seq DESC
@@ -64,8 +127,12 @@ func (s *SQLite) search(ctx context.Context, match, user string, first, limit in
 		for rows.Next() {
 			var h Hit
 			var seq, sec, nsec int64
-			if err := rows.Scan(&seq, &h.ID, &h.Category, &h.Content, &h.User, &h.Chat, &sec, &nsec, &h.Score); err != nil {
+			var text string
+			if err := rows.Scan(&seq, &h.ID, &h.Category, &h.Content, &h.User, &h.Chat, &sec, &nsec, &h.Score, &text); err != nil {
 				return err
+			}
+			if !strings.ContainsAny(h.Content, markOpen+markClose) {
+				h.Matched = marked(text)
 			}
 			h.CreatedAt = time.Unix(sec, nsec).UTC()
 			h.seq = seq
@@ -74,40 +141,4 @@ func (s *SQLite) search(ctx context.Context, match, user string, first, limit in
 		return rows.Err()
 	})
 	return hits, err
-}
-
-// matched fills each hit's Matched words from the index's highlight of
-// its content: the words the query's terms matched, stemming included.
-func (s *SQLite) matched(ctx context.Context, match string, hits []Hit) error {
-	if len(hits) == 0 {
-		return nil
-	}
-	byRow := make(map[int64]*Hit, len(hits))
-	seqs := make([]string, len(hits))
-	for i := range hits {
-		byRow[hits[i].seq] = &hits[i]
-		seqs[i] = strconv.FormatInt(hits[i].seq, 10)
-	}
-	query := `SELECT rowid, highlight(memories_fts, 0, ?, ?) FROM memories_fts
-		WHERE memories_fts MATCH ? AND rowid IN (` + strings.Join(seqs, ",") + `)`
-	return s.retry(ctx, func() error {
-		rows, err := s.db.QueryContext(ctx, query, markOpen, markClose, match)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var seq int64
-			var text string
-			if err := rows.Scan(&seq, &text); err != nil {
-				return err
-			}
-			h := byRow[seq]
-			if h == nil || strings.ContainsAny(h.Content, markOpen+markClose) {
-				continue
-			}
-			h.Matched = marked(text)
-		}
-		return rows.Err()
-	})
 }
