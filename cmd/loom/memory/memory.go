@@ -34,6 +34,9 @@ type Options struct {
 	All  bool
 	JSON bool
 
+	// search: the query is Text
+	Limit int
+
 	// forget
 	ID string
 
@@ -59,7 +62,7 @@ type Options struct {
 func NewCmdMemory(io *cmdutil.IOStreams, runF func(string, *Options) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "memory",
-		Short: "Add, list, forget, import and export a workspace's memories",
+		Short: "Add, list, search, forget, import and export a workspace's memories",
 		Long: `Structured memories live in <workspace>/.loom/memory.db, or in the file
 loom.yaml's memory.db names inside the workspace. Only the operator can put
 them outside it: --memory-db FILE or LOOM_MEMORY_DB=FILE. Each has a category, content, a scope (a user, or the whole
@@ -89,7 +92,7 @@ key the server uses).`,
 		c.Flags().StringVar(&opts.DSNEnv, "dsn-env", "LOOM_PG_DSN", "environment variable holding the PostgreSQL DSN (with --store postgres)")
 		c.RunE = func(c *cobra.Command, args []string) error {
 			switch name {
-			case "add":
+			case "add", "search":
 				opts.Text = joinArgs(args)
 			case "forget":
 				opts.ID = args[0]
@@ -132,6 +135,9 @@ from. --all adds superseded and forgotten memories.`,
 	list.Flags().BoolVar(&listOpts.All, "all", false, "include superseded and forgotten memories")
 	cmdutil.AddJSONFlag(list.Flags(), &listOpts.JSON)
 	sub("list", list, listOpts, listRun)
+
+	searchOpts := &Options{IO: io}
+	sub("search", newCmdSearch(searchOpts), searchOpts, searchRun)
 
 	forgetOpts := &Options{IO: io}
 	sub("forget", &cobra.Command{

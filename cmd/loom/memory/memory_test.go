@@ -28,6 +28,8 @@ func run(t *testing.T, args ...string) (stdout, stderr string, err error) {
 			return addRun(o)
 		case "list":
 			return listRun(o)
+		case "search":
+			return searchRun(o)
 		case "forget":
 			return forgetRun(o)
 		case "import":
