@@ -141,21 +141,26 @@ func (q SearchQuery) limit() int {
 // characters); a hit whose content does gets no Matched words.
 const markOpen, markClose = "\x01", "\x02"
 
-// marked returns the words between markOpen and markClose in s, each once.
-func marked(s string) []string {
+// marked returns the words between markOpen and markClose in s.
+func marked(s string) []string { return MarkedWords(s, markOpen, markClose) }
+
+// MarkedWords returns the words a store's highlight put between open and
+// close in s, each once (letter case aside), in order. Stores use it to
+// fill [Hit.Matched].
+func MarkedWords(s, open, close string) []string {
 	var out []string
 	for {
-		i := strings.Index(s, markOpen)
+		i := strings.Index(s, open)
 		if i < 0 {
 			return out
 		}
-		s = s[i+1:]
-		j := strings.Index(s, markClose)
+		s = s[i+len(open):]
+		j := strings.Index(s, close)
 		if j < 0 {
 			return out
 		}
 		w := s[:j]
-		s = s[j+1:]
+		s = s[j+len(close):]
 		if !containsFold(out, w) {
 			out = append(out, w)
 		}

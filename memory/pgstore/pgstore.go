@@ -99,6 +99,15 @@ var migrations = []string{
 		v         bigint NOT NULL,
 		PRIMARY KEY (workspace, user_id)
 	);`,
+	// 5: full-text search (Memories.Search): a tsvector of the content
+	// (weight A) and the category (weight D), stemmed by the english
+	// configuration, kept by PostgreSQL itself in the writing statement,
+	// and computed for the rows already there; a GIN index finds the rows
+	// that match.
+	`ALTER TABLE loom_memories ADD COLUMN search tsvector GENERATED ALWAYS AS (
+		setweight(to_tsvector('english'::regconfig, content), 'A') ||
+		setweight(to_tsvector('english'::regconfig, category), 'D')) STORED;
+	CREATE INDEX loom_memories_search ON loom_memories USING GIN (search);`,
 }
 
 // WorkspaceKey is the name a workspace's rows are kept under: the value

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,10 +55,83 @@ func Run(t *testing.T, f Factory) {
 		{"ExportOrder", testExportOrder},
 		{"ConcurrentWriters", testConcurrent},
 		{"RacingSupersedes", testRacingSupersedes},
+		{"Search", testSearch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f(t)) })
 	}
+}
+
+// searchIDs is what a search for text in user's scope finds, best first.
+func searchIDs(t *testing.T, s memory.Searcher, text, user string, limit int) []string {
+	t.Helper()
+	hits, err := s.Search(ctx, memory.SearchQuery{Text: text, User: user, Limit: limit})
+	if err != nil {
+		t.Fatalf("search %.40q: %v", text, err)
+	}
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.ID
+		if h.Score <= 0 {
+			t.Errorf("search %q: %s scores %v, want > 0", text, h.ID, h.Score)
+		}
+	}
+	return out
+}
+
+// testSearch runs for stores that are a [memory.Searcher]: stemmed words
+// match, the scope rule holds, inactive memories are not found, newer
+// comes first among equals, imports are searchable, and no text fails.
+func testSearch(t *testing.T, open Opener) {
+	st := std(open, t)
+	s, ok := st.(memory.Searcher)
+	if !ok {
+		t.Skip("this store does not search")
+	}
+	a := add(t, st, memory.NewMemory{Category: "personal_fact", Content: "Ana runs marathons in the spring", User: "ana"})
+	b := add(t, st, memory.NewMemory{Category: "personal_fact", Content: "Ana keeps three cats", User: "ana"})
+	c := add(t, st, memory.NewMemory{Category: "global_rule", Content: "Plan the marathon relay every year"})
+	add(t, st, memory.NewMemory{Category: "personal_fact", Content: "Bob runs a bakery", User: "bob"})
+	d1 := add(t, st, memory.NewMemory{Category: "personal_fact", Content: "Ana's sister lives in Lyon", User: "ana"})
+	d2 := add(t, st, memory.NewMemory{Category: "personal_fact", Content: "Ana's sister lives in Lyon", User: "ana"})
+	check := func(what string, got []string, want ...string) {
+		t.Helper()
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: %v, want %v", what, got, want)
+		}
+	}
+	check("stemmed", searchIDs(t, s, "Is she still running?", "ana", 10), a.ID)
+	if got := searchIDs(t, s, "marathons", "ana", 10); len(got) != 2 || !slices.Contains(got, c.ID) {
+		t.Errorf("marathons for ana: %v, want %s and %s", got, a.ID, c.ID)
+	}
+	check("workspace scope", searchIDs(t, s, "marathons", "", 10), c.ID)
+	check("another user's", searchIDs(t, s, "bakery", "ana", 10))
+	check("newer first among equals", searchIDs(t, s, "sister Lyon", "ana", 10), d2.ID, d1.ID)
+	check("limit", searchIDs(t, s, "sister Lyon", "ana", 1), d2.ID)
+	hits, err := s.Search(ctx, memory.SearchQuery{Text: "cats and marathons", User: "ana"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hits {
+		if h.ID == b.ID && !slices.Equal(h.Matched, []string{"cats"}) {
+			t.Errorf("matched words of %q: %q, want [cats]", h.Content, h.Matched)
+		}
+	}
+	if err := st.Forget(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	e := add(t, st, memory.NewMemory{Category: "personal_fact", Content: "Ana's sister moved to Paris", User: "ana", Supersedes: d2.ID})
+	check("inactive left out", searchIDs(t, s, "cats sister Lyon", "ana", 10), d1.ID, e.ID)
+	if err := st.Import(ctx, []memory.Memory{{ID: "imp1", Category: "global_rule", Content: "Quarterly zanzibar report"}}); err != nil {
+		t.Fatal(err)
+	}
+	check("imported", searchIDs(t, s, "Zanzibar", "ana", 10), "imp1")
+	for _, q := range []string{`"`, `NEAR(a b)`, `*`, "a\x00b", "\xff", `'); DROP TABLE x; --`, `!(&|):*<->`, strings.Repeat("word ", 100000), "the of and"} {
+		if _, err := s.Search(ctx, memory.SearchQuery{Text: q, User: "ana"}); err != nil {
+			t.Errorf("search %.30q: %v", q, err)
+		}
+	}
+	check("no terms", searchIDs(t, s, "the of and ???", "ana", 10))
 }
 
 // clock starts at t0 and advances a minute per call; safe for concurrent
