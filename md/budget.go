@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 )
 
 // Counter counts tokens. The tokens package provides exact counters; md
@@ -528,14 +527,11 @@ func (rd *Renderer) counts() bool {
 // total counts a whole rendered text from the counts of its top-level
 // scopes (see countText).
 func (rd *Renderer) total(text string, recs []rec) int {
-	return countText(rd.counter, text, 0, recs, 0, false)
+	return countText(rd.counter, text, 0, recs, 0)
 }
 
-// attempt is one pass of the search. Its text is a view of a buffer that
-// the search puts back in the pool when it ends: a pass whose text is not
-// the answer is never copied out.
+// attempt is one pass of the search: its text, records and count.
 type attempt struct {
-	buf    *[]byte // text's buffer, held by the search
 	text   string
 	recs   []rec
 	blocks []block // a lean pass's (see passBuf)
@@ -550,7 +546,6 @@ type search struct {
 	rd   *Renderer
 	n    Node
 	p    *plan
-	held []*[]byte
 	lean bool // the next pass is lean (see passBuf)
 	// sizing makes the next pass a sizing pass if it can be (see
 	// passSized).
@@ -569,43 +564,20 @@ func (sr *search) cost() []int { return sr.costs }
 // render renders the plan's current drops and counts the text.
 func (sr *search) render() (attempt, error) {
 	buf, recs, blocks, stands, err := sr.rd.passSized(sr.n, sr.p, sr.lean, sr.sizing, sr.track)
-	sr.held = append(sr.held, buf)
+	text := string(*buf)
+	putBuf(buf)
 	if err != nil {
 		return attempt{}, err
 	}
-	text := unsafe.String(unsafe.SliceData(*buf), len(*buf))
-	// The counter is handed copies of what it counts (see countText): a
-	// view of the buffer must not outlive the search. A scope's count is
-	// made from those directly inside it, so a lean pass's blocks are not
-	// needed for it.
-	tokens := countStood(sr.rd.counter, text, 0, recs, 0, true, stands)
-	return attempt{buf: buf, text: text, recs: recs, blocks: blocks, tokens: tokens, sized: len(stands) > 0}, nil
+	// A scope's count is made from those directly inside it, so a lean
+	// pass's blocks are not needed for it.
+	tokens := countStood(sr.rd.counter, text, 0, recs, 0, stands)
+	return attempt{text: text, recs: recs, blocks: blocks, tokens: tokens, sized: len(stands) > 0}, nil
 }
 
-// discard puts a's buffer back in the pool before the search ends: a
-// pass wanted only for its count leaves its buffer to the next pass, which
-// then writes into pages already faulted in rather than a fresh buffer's
-// (a fill that rejects scope after scope renders dozens of passes). Its
-// text must not be used again.
-func (sr *search) discard(a attempt) {
-	if i := slices.Index(sr.held, a.buf); i >= 0 && a.buf != nil {
-		sr.held = slices.Delete(sr.held, i, i+1)
-		putBuf(a.buf)
-	}
-}
-
-// result is the answer: a's text, copied out of its buffer, and its report.
+// result is the answer: a's text and its report.
 func (sr *search) result(a attempt) Result {
-	text := strings.Clone(a.text)
-	return Result{Text: text, Report: sr.rd.report(text, a.recs, a.blocks, sr.p, sr.cost(), a.tokens)}
-}
-
-// release puts the passes' buffers back in the pool.
-func (sr *search) release() {
-	for _, b := range sr.held {
-		putBuf(b)
-	}
-	sr.held = nil
+	return Result{Text: a.text, Report: sr.rd.report(a.text, a.recs, a.blocks, sr.p, sr.cost(), a.tokens)}
 }
 
 func (rd *Renderer) solve(n Node) (Result, error) {
@@ -613,7 +585,6 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	c := rd.counter
 	budget := rd.budget
 	sr := &search{rd: rd, n: n, p: p}
-	defer sr.release()
 	tries := map[int]attempt{}
 	try := func(k int) (attempt, error) {
 		if a, ok := tries[k]; ok {
@@ -930,7 +901,6 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		probes *prober
 		probed bool
 	)
-	defer func() { probes.release() }()
 	for round := 0; round < fillRounds; round++ {
 		// A fill that goes on past a few rounds is rejecting scopes one by
 		// one with little room left, each with a pass that is wanted only
@@ -944,7 +914,6 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 			// any scope could free is over the room already.
 			most = freed.most()
 			stale = false
-			probes.release()
 			probes, probed = nil, false
 			w := 0
 			for _, r := range rejections {
@@ -1039,7 +1008,6 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 			return attempt{}, err
 		}
 		if a.tokens <= budget {
-			sr.discard(cur)
 			cur, stale = a, true
 			continue
 		}
@@ -1106,12 +1074,6 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		cur, err = try(lo)
 		if err != nil {
 			return attempt{}, err
-		}
-		// Only cur's text is wanted from here on.
-		for _, a := range tried {
-			if a.buf != cur.buf {
-				sr.discard(a)
-			}
 		}
 	}
 	// Out of rounds: the scopes still worth a try are named in the report

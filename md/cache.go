@@ -1,13 +1,12 @@
 package md
 
 import (
-	"bytes"
+	"encoding/binary"
 	"hash/maphash"
 	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 // Cache keeps what scopes rendered to, so that rendering a tree again that
@@ -113,7 +112,7 @@ type entry struct {
 // as it has memories and differing from the others at one or two of them.
 func (s *slot) find(k cacheKey, drops []bool, sum uint64) *entry {
 	for i := range s.entries {
-		if e := &s.entries[i]; e.key == k && e.sum == sum && bytes.Equal(boolBytes(e.drops), boolBytes(drops)) {
+		if e := &s.entries[i]; e.key == k && e.sum == sum && slices.Equal(e.drops, drops) {
 			return e
 		}
 	}
@@ -125,17 +124,25 @@ func (s *slot) find(k cacheKey, drops []bool, sum uint64) *entry {
 // determinism.
 var dropsSeed = sync.OnceValue(maphash.MakeSeed)
 
-// dropsSum hashes a drop pattern; none has sum 0.
+// dropsSum hashes a drop pattern, 64 scopes to a word; none has sum 0.
 func dropsSum(drops []bool) uint64 {
 	if len(drops) == 0 {
 		return 0
 	}
-	return maphash.Bytes(dropsSeed(), boolBytes(drops))
-}
-
-// boolBytes views a []bool as bytes, to compare two quickly.
-func boolBytes(b []bool) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
+	var h maphash.Hash
+	h.SetSeed(dropsSeed())
+	var word [8]byte
+	for i := 0; i < len(drops); i += 64 {
+		var w uint64
+		for j, d := range drops[i:min(i+64, len(drops))] {
+			if d {
+				w |= 1 << j
+			}
+		}
+		binary.LittleEndian.PutUint64(word[:], w)
+		h.Write(word[:])
+	}
+	return h.Sum64()
 }
 
 // NewCache returns an empty cache.

@@ -24,11 +24,8 @@ type Additive interface {
 // the part between is taken from its count, and only the parts outside are
 // counted, together with the text between scopes. Without an Additive
 // counter, or with no such cut, text is counted whole.
-//
-// When view is set, text is a view of a buffer that will be reused, and the
-// counter, which may keep what it is given, is given copies.
-func countText(c Counter, text string, base int, recs []rec, depth int, view bool) int {
-	return countStood(c, text, base, recs, depth, view, nil)
+func countText(c Counter, text string, base int, recs []rec, depth int) int {
+	return countStood(c, text, base, recs, depth, nil)
 }
 
 // stand is a scope written in a sizing pass as its stand-in: its text
@@ -40,11 +37,8 @@ type stand struct{ rec, first, last int }
 // (records at the given depth, in order) were written as their stand-ins:
 // it counts the text with each stand-in's middle put back, which the
 // stand-in's record's count covers, as countText would count that text.
-func countStood(c Counter, text string, base int, recs []rec, depth int, view bool, stands []stand) int {
+func countStood(c Counter, text string, base int, recs []rec, depth int, stands []stand) int {
 	count := c.Count
-	if view {
-		count = func(s string) int { return c.Count(strings.Clone(s)) }
-	}
 	add, ok := c.(Additive)
 	if !ok || text == "" {
 		return count(text)

@@ -150,7 +150,6 @@ type prober struct {
 	// counted keeps the counts of cur's text between cuts (see
 	// changeAdds).
 	counted map[[2]int]int
-	held    []attempt
 	buf     []byte
 	sc      renderer
 }
@@ -176,9 +175,8 @@ func (sr *search) newProber(cur attempt, covered func(int) bool) *prober {
 	if err != nil {
 		return nil
 	}
-	pr := &prober{sr: sr, add: add, covered: covered, cur: a, track: t, held: []attempt{a}, counted: map[[2]int]int{}}
+	pr := &prober{sr: sr, add: add, covered: covered, cur: a, track: t, counted: map[[2]int]int{}}
 	if a.tokens != cur.tokens {
-		pr.release()
 		return nil // not cur's drops
 	}
 	pr.at = make([]int32, len(p.scopes))
@@ -221,17 +219,6 @@ func (sr *search) trackingPass(t *listTrack) (attempt, error) {
 	sr.track, sr.sizing = t, false
 	defer func() { sr.track, sr.sizing = nil, sizing }()
 	return sr.render()
-}
-
-// release gives back the buffers of the prober's passes.
-func (pr *prober) release() {
-	if pr == nil {
-		return
-	}
-	for _, a := range pr.held {
-		pr.sr.discard(a)
-	}
-	pr.held = nil
 }
 
 // text returns scope d's text as the first pass, which dropped nothing,
@@ -361,7 +348,6 @@ func (pr *prober) emptyList(id int32) *emptyProbe {
 	if err != nil {
 		return e
 	}
-	pr.held = append(pr.held, a1)
 	// The item's list had none kept: the item is its only one now.
 	for _, it := range t1.items {
 		if int(it.idx) == one && it.start >= 0 && !t1.other[it.list] {

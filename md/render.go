@@ -2,13 +2,11 @@ package md
 
 import (
 	"bytes"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // renderer holds the state of one render pass. The tree itself is never
@@ -31,29 +29,17 @@ type renderer struct {
 	scratch []byte
 	err     error
 	cache   *Cache // reused scopes, for renders without a plan
-	// views is set by a pass whose buffer becomes its result and is never
-	// written again (see plainPass): a record's text of at least viewMin
-	// bytes is then a view of the buffer, not a copy, unless a node that
-	// is still open may rewrite what was written inside it (fixed > 0).
-	views   bool
-	viewMin int
-	fixed   int
+	// settled is set by a pass without a plan (see plainPass): nothing it
+	// records is taken back or rewritten later in the pass, so the cache
+	// may keep a share of its records rather than a copy.
+	settled bool
+	fixed   int // open nodes that may rewrite what is written inside them
 	// track, when set, records the items of the lists the pass renders
 	// (see listTrack).
 	track *listTrack
 	// sizer, when set, renders the children join writes: a sizing pass
 	// at the top of the tree (see sizer).
 	sizer *sizer
-}
-
-// textOf is buf[start:] as a record's text: a view of buf when nothing can
-// write those bytes again (see renderer.views), else a copy.
-func (r *renderer) textOf(buf []byte, start int) string {
-	n := len(buf) - start
-	if r.views && r.fixed == 0 && n >= r.viewMin && n > 0 {
-		return unsafe.String(&buf[start], n)
-	}
-	return string(buf[start:])
 }
 
 // rec is what one scope rendered to. Records are kept in document order.
@@ -84,45 +70,30 @@ type rec struct {
 	inside int32
 }
 
-// plainPass renders n without a plan, as pass does, into a buffer of its
-// own that becomes the text: with a cache, the records' texts and what the
-// cache keeps of them are views of that text where nothing could write
-// them again (see renderer.textOf), where each scope rendered again would
-// otherwise copy its text (a whole catalogue, for one entry changed).
-// The buffer is never written once the pass is over, until nothing refers
-// to it any more (see prompts).
+// plainPass renders n without a plan, as pass does, keeping the records a
+// cache needs: with a cache, scopes rendered before come from it.
 func (rd *Renderer) plainPass(n Node) (string, []rec, error) {
 	if rd.cache == nil {
 		return rd.pass(n, nil)
 	}
 	r := renderers.Get().(*renderer)
 	defer putRenderer(r)
-	*r = renderer{counter: rd.counter, record: true, cache: rd.cache, count: rd.counts(), views: true, scratch: r.scratch[:0]}
+	*r = renderer{counter: rd.counter, record: true, cache: rd.cache, count: rd.counts(), settled: true, scratch: r.scratch[:0]}
 	r.recs = make([]rec, 0, rd.cache.recsHint.Load()+1)
-	// Room for what the last such pass wrote and a little more: a buffer
-	// that grows leaves its views in the old one, which is kept alive.
-	// The room is rounded up to whole 8 KB pages, which a buffer this
-	// large takes anyway.
+	// Room for what the last such pass wrote and a little more, so that
+	// the buffer rarely grows.
 	size := 64 << 10
 	if h := int(rd.cache.textHint.Load()); h > 0 {
-		size = (h + h/16 + 1024 + 8191) &^ 8191
+		size = h + h/16 + 1024
 	}
-	// Small texts are copied: a view keeps the whole buffer alive for as
-	// long as the cache keeps it.
-	r.viewMin = max(4096, size/32)
-	buf := r.renderNode(newBuffer(size), n)
+	bp := getBuf()
+	defer putBuf(bp)
+	buf := r.renderNode(slices.Grow((*bp)[:0], size), n)
+	*bp = buf
 	if r.err == nil {
 		rd.cache.textHint.Store(int64(len(buf)))
 	}
-	switch {
-	case len(buf) == 0:
-		return "", r.recs, r.err
-	case cap(buf) > 2*len(buf)+4096:
-		// Much shorter than last time: the text is copied rather than
-		// holding on to the rest (the views keep the buffer meanwhile).
-		return string(buf), r.recs, r.err
-	}
-	return unsafe.String(&buf[0], len(buf)), r.recs, r.err
+	return string(buf), r.recs, r.err
 }
 
 // renderers recycles the state of plain passes, which nothing keeps once a
@@ -138,50 +109,6 @@ func putRenderer(r *renderer) {
 	}
 	*r = renderer{scratch: scratch[:0]}
 	renderers.Put(r)
-}
-
-// newBuffer returns an empty slice with room for n bytes that, unlike
-// make's, are not zeroed first: a prompt's buffer is written from its start
-// and never read past what was written, and clearing a fresh 100 KB costs
-// as much as filling it. It is the spent buffer of an earlier pass when
-// one of about that size is at hand (see prompts), else new memory:
-// strings.Builder.Grow is the standard library's one way to such memory;
-// the Builder is dropped at once, so nothing else ever sees the bytes as a
-// string.
-func newBuffer(n int) []byte {
-	if sp, _ := prompts.Get().(*spent); sp != nil && sp.n >= n && sp.n <= n+n/2 {
-		return recycleWhenSpent(unsafe.Slice(sp.p, sp.n)[:0])
-	}
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteByte(0)
-	return recycleWhenSpent(unsafe.Slice(unsafe.StringData(b.String()), n)[:0])
-}
-
-// prompts holds the buffers of earlier plain passes that nothing refers to
-// any more, for later passes to write again: the fresh pages of a new
-// buffer the size of a large prompt each cost the system a fault when
-// first written, which costs several times what writing the prompt does.
-// A pass's buffer is its text and the views of it for as long as any of
-// them is kept; once none is, the garbage collector runs the finalizer
-// that recycleWhenSpent set, which puts the buffer here instead of letting
-// it go. The last string made of its bytes is gone by then, so writing
-// them again changes nothing anyone can see. Buffers the pool drops, and those
-// of the wrong size, go the usual way.
-var prompts sync.Pool
-
-// spent is a buffer in prompts: its first byte and its size.
-type spent struct {
-	p *byte
-	n int
-}
-
-// recycleWhenSpent sets the finalizer that puts buf in prompts once
-// nothing refers to it, and returns it.
-func recycleWhenSpent(buf []byte) []byte {
-	n := cap(buf)
-	runtime.SetFinalizer(unsafe.SliceData(buf), func(p *byte) { prompts.Put(&spent{p: p, n: n}) })
-	return buf
 }
 
 func (r *renderer) renderNode(buf []byte, n Node) []byte {
@@ -718,8 +645,8 @@ func (s *Section) render(r *renderer, buf []byte) []byte {
 	// A section whose droppable parts were all dropped goes whole: what is
 	// left (an introduction, a notice) was there for them. The scopes that
 	// rendered inside it are then not in the prompt, and the report must
-	// say so. (Without a plan nothing is dropped, so a pass that keeps
-	// views of its buffer only ever takes back a body that wrote nothing.)
+	// say so. (Without a plan nothing is dropped, so a settled pass only
+	// ever takes back a body that wrote nothing.)
 	if len(buf) == at || (r.dropped > dropped && r.kept == kept) {
 		for i := firstRec; i < len(r.recs); i++ {
 			if r.recs[i].text != "" {
@@ -813,15 +740,7 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 			}
 			r.kept += c.kept
 			r.dropped += c.dropped
-			buf = append(buf, c.text...)
-			if r.views && r.fixed == 0 && len(c.text) >= r.viewMin && r.recs[at].text == c.text {
-				// The record's text is what was just written, which
-				// nothing writes again (see renderer.views): a view of it
-				// is found in the prompt without comparing its bytes
-				// (see countText).
-				r.recs[at].text = unsafe.String(&buf[len(buf)-len(c.text)], len(c.text))
-			}
-			return buf
+			return append(buf, c.text...)
 		}
 	}
 	// A tracking pass leaves what it sees inside a scope with drops with
@@ -876,13 +795,13 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	}
 	if slot >= 0 {
 		rc := &r.recs[slot]
-		rc.text = r.textOf(buf, start)
+		rc.text = string(buf[start:])
 		rc.at = start
 		rc.inside = int32(len(r.recs) - slot - 1)
 		rc.cut = cut
 		rc.emptied = len(buf) == start && r.dropped > droppedBefore
 		if r.count && r.counter != nil {
-			rc.tokens = countText(r.counter, rc.text, start, r.recs[slot+1:], r.depth+1, false)
+			rc.tokens = countText(r.counter, rc.text, start, r.recs[slot+1:], r.depth+1)
 		}
 	}
 	if s.Prioritized && len(buf) > start && r.offPlan == 0 {
@@ -891,9 +810,9 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 	if r.track != nil && trackFrom < 0 {
 		// A tracking pass renders scopes found in the cache again, for
 		// their lists: they are there already.
-	} else if useCache && slot >= 0 && r.err == nil && r.plan == nil && r.views && r.fixed == 0 && len(r.recs)-slot >= shareMin {
+	} else if useCache && slot >= 0 && r.err == nil && r.plan == nil && r.settled && r.fixed == 0 && len(r.recs)-slot >= shareMin {
 		// Nothing takes these records back or writes them again (see
-		// renderer.views): the cache copies them when first asked. (Few
+		// renderer.settled): the cache copies them when first asked. (Few
 		// are copied at once: what the cache keeps of a pass's records
 		// keeps all of them.)
 		r.cache.put(ck, drops, &cached{text: r.recs[slot].text, src: r.recs[slot:len(r.recs):len(r.recs)], base: start, kept: r.kept - keptBefore, dropped: r.dropped - droppedBefore})

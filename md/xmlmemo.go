@@ -310,9 +310,7 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	buf = append(buf, x.Tag...)
 	buf = append(buf, '>')
 	whole := &r.recs[recsStart]
-	// Nothing inside the element is written again once it is done, so
-	// its text may be a view of the buffer (see renderer.textOf).
-	text := r.textOf(buf, elemStart)
+	text := string(buf[elemStart:])
 	whole.text = text
 	whole.at = elemStart
 	whole.inside = int32(len(r.recs) - childRecs)
@@ -335,7 +333,7 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	// copied: nothing writes the pass's records once made, but for a
 	// node that takes them back, which none around the element does when
 	// none may write its text again either (r.fixed == 0).
-	m.save(pos, fresh, text, r.recs[childRecs:], r.views && r.fixed == 0, newTags, r.err == nil)
+	m.save(pos, fresh, text, r.recs[childRecs:], r.settled && r.fixed == 0, newTags, r.err == nil)
 	if whole.tokens < 0 {
 		// Not counted from its parts: the record would only repeat the
 		// scope around it.
