@@ -835,10 +835,12 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	budget := rd.budget
 	rejected := make([]bool, len(p.scopes))
 	// rejections holds, for each scope rejected, what keeping it would
-	// have taken out of the notices around it then (see freedMemo). Once
-	// more of its siblings are kept that can grow (the notice of the last
-	// one dropped goes with it), and the scope is tried again.
-	type rejection struct{ d, freed int }
+	// have taken out of the notices around it then (see freedMemo), and
+	// the room there was. Once more of its siblings are kept that can grow
+	// (the notice of the last one dropped goes with it), and so can the
+	// room (keeping a scope elsewhere took a longer notice away): either
+	// way the scope is tried again.
+	type rejection struct{ d, freed, room int }
 	var rejections []rejection
 	covered := p.covered
 	ownCost := func(d int) int { return p.ownCost(d, cost) }
@@ -871,7 +873,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	// least, when not exact).
 	reject := func(d, size int, exact bool) {
 		rejected[d] = true
-		rejections = append(rejections, rejection{d, freed.of(d)})
+		rejections = append(rejections, rejection{d, freed.of(d), budget - cur.tokens})
 		p.need[d] = size
 		if !exact {
 			if p.atLeast == nil {
@@ -917,7 +919,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 			probes, probed = nil, false
 			w := 0
 			for _, r := range rejections {
-				if freed.of(r.d) > r.freed {
+				if freed.of(r.d) > r.freed || room > r.room {
 					rejected[r.d] = false
 					delete(p.need, r.d)
 					delete(p.atLeast, r.d)
@@ -956,17 +958,15 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		var batch []int
 		est := 0
 		for _, c := range pool {
-			// With probes, each scope they rule out goes at once, not
-			// only those before the batch's first.
-			e := est
-			if probes != nil {
-				e = 0
-			}
-			if e+int(c.low) > room {
+			// A scope that cannot fit on its own is passed over; the batch
+			// ends at the first that may fit on its own but perhaps not
+			// beside the batch, so that scopes go back highest priority
+			// first, each tried before any of lower priority.
+			if int(c.low) > room {
 				continue
 			}
 			d := int(c.d)
-			if !mayFit(d, e, room) {
+			if !mayFit(d, 0, room) {
 				continue
 			}
 			if pr, ok := probes.size(d); ok {
@@ -983,10 +983,15 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 				}
 			}
 			if est+int(c.low) > room || est+bound(d) > room {
-				continue
+				break
 			}
 			batch = append(batch, d)
 			est += adds(d)
+			if p.dropsIn(d) != nil {
+				// Keeping d lets the scopes dropped inside it be tried,
+				// before any of lower priority than theirs.
+				break
+			}
 		}
 		if len(batch) == 0 {
 			return cur, nil
