@@ -530,9 +530,12 @@ func (rd *Renderer) total(text string, recs []rec) int {
 	return countText(rd.counter, text, 0, recs, 0)
 }
 
-// attempt is one pass of the search: its text, records and count.
+// attempt is one pass of the search: its text, records and count. The
+// text stays in a buffer from the pool, which the search holds until it
+// ends (or discards the attempt): most passes are wanted only for their
+// count, and only the answer's text is copied out (see text).
 type attempt struct {
-	text   string
+	buf    *[]byte
 	recs   []rec
 	blocks []block // a lean pass's (see passBuf)
 	tokens int
@@ -546,7 +549,8 @@ type search struct {
 	rd   *Renderer
 	n    Node
 	p    *plan
-	lean bool // the next pass is lean (see passBuf)
+	held []*[]byte // the buffers of the passes' attempts
+	lean bool      // the next pass is lean (see passBuf)
 	// sizing makes the next pass a sizing pass if it can be (see
 	// passSized).
 	sizing bool
@@ -564,20 +568,42 @@ func (sr *search) cost() []int { return sr.costs }
 // render renders the plan's current drops and counts the text.
 func (sr *search) render() (attempt, error) {
 	buf, recs, blocks, stands, err := sr.rd.passSized(sr.n, sr.p, sr.lean, sr.sizing, sr.track)
-	text := string(*buf)
-	putBuf(buf)
+	sr.held = append(sr.held, buf)
 	if err != nil {
 		return attempt{}, err
 	}
 	// A scope's count is made from those directly inside it, so a lean
 	// pass's blocks are not needed for it.
-	tokens := countStood(sr.rd.counter, text, 0, recs, 0, stands)
-	return attempt{text: text, recs: recs, blocks: blocks, tokens: tokens, sized: len(stands) > 0}, nil
+	tokens := countStood(sr.rd.counter, *buf, 0, recs, 0, stands)
+	return attempt{buf: buf, recs: recs, blocks: blocks, tokens: tokens, sized: len(stands) > 0}, nil
+}
+
+// text is a copy of the attempt's text.
+func (a attempt) text() string { return string(*a.buf) }
+
+// discard puts a's buffer back in the pool before the search ends: a
+// pass wanted only for its count leaves its buffer to the next pass (a
+// fill that rejects scope after scope renders dozens of passes). a must
+// not be used again.
+func (sr *search) discard(a attempt) {
+	if i := slices.Index(sr.held, a.buf); i >= 0 && a.buf != nil {
+		sr.held = slices.Delete(sr.held, i, i+1)
+		putBuf(a.buf)
+	}
+}
+
+// release puts the passes' buffers back in the pool.
+func (sr *search) release() {
+	for _, b := range sr.held {
+		putBuf(b)
+	}
+	sr.held = nil
 }
 
 // result is the answer: a's text and its report.
 func (sr *search) result(a attempt) Result {
-	return Result{Text: a.text, Report: sr.rd.report(a.text, a.recs, a.blocks, sr.p, sr.cost(), a.tokens)}
+	text := a.text()
+	return Result{Text: text, Report: sr.rd.report(text, a.recs, a.blocks, sr.p, sr.cost(), a.tokens)}
 }
 
 func (rd *Renderer) solve(n Node) (Result, error) {
@@ -585,6 +611,7 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	c := rd.counter
 	budget := rd.budget
 	sr := &search{rd: rd, n: n, p: p}
+	defer sr.release()
 	tries := map[int]attempt{}
 	try := func(k int) (attempt, error) {
 		if a, ok := tries[k]; ok {
@@ -1013,6 +1040,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 			return attempt{}, err
 		}
 		if a.tokens <= budget {
+			sr.discard(cur)
 			cur, stale = a, true
 			continue
 		}
@@ -1079,6 +1107,12 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		cur, err = try(lo)
 		if err != nil {
 			return attempt{}, err
+		}
+		// Only cur's text is wanted from here on.
+		for _, a := range tried {
+			if a.buf != cur.buf {
+				sr.discard(a)
+			}
 		}
 	}
 	// Out of rounds: the scopes still worth a try are named in the report

@@ -1,6 +1,9 @@
 package md
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Additive is implemented by counters whose counts add up across some cuts
 // of a text, as the exact encodings of package tokens do. The renderer uses
@@ -37,10 +40,10 @@ type stand struct{ rec, first, last int }
 // (records at the given depth, in order) were written as their stand-ins:
 // it counts the text with each stand-in's middle put back, which the
 // stand-in's record's count covers, as countText would count that text.
-func countStood(c Counter, text string, base int, recs []rec, depth int, stands []stand) int {
-	count := c.Count
+func countStood[T string | []byte](c Counter, text T, base int, recs []rec, depth int, stands []stand) int {
+	count := func(s T) int { return c.Count(string(s)) }
 	add, ok := c.(Additive)
-	if !ok || text == "" {
+	if !ok || len(text) == 0 {
 		return count(text)
 	}
 	total, pos := 0, 0
@@ -61,14 +64,14 @@ func countStood(c Counter, text string, base int, recs []rec, depth int, stands 
 			continue
 		}
 		s, t := rc.at-base, rc.text
-		if s < pos || s+len(t) > len(text) || text[s:s+len(t)] != t {
+		if s < pos || s+len(t) > len(text) || string(text[s:s+len(t)]) != t {
 			continue
 		}
 		// The text is cut before the scope's, where that is a cut where
 		// counts add (or nothing is left between the last cut and it),
 		// else after its first line that ends at one.
 		first := 0
-		if s > pos && !add.AddsAt(text, s) {
+		if s > pos && !addsAt(add, text, s) {
 			if first = firstCut(add, t); first < 0 {
 				continue
 			}
@@ -121,4 +124,17 @@ func lastCut(add Additive, t string) int {
 		}
 		end = k
 	}
+}
+
+// addsAt is add.AddsAt(text, i) for text of either kind. AddsAt reads
+// text[i-1] and the bytes after it up to the first that is neither a
+// space nor a tab; it is given those with a few bytes either side, so
+// that every rune it may decode is whole, as a string.
+func addsAt[T string | []byte](add Additive, text T, i int) bool {
+	end := i
+	for end < len(text) && (text[end] == ' ' || text[end] == '\t') {
+		end++
+	}
+	start, end := max(i-utf8.UTFMax, 0), min(end+utf8.UTFMax, len(text))
+	return add.AddsAt(string(text[start:end]), i-start)
 }

@@ -131,6 +131,7 @@ type prober struct {
 	add     Additive
 	covered func(int) bool
 	cur     attempt // the tracking pass of cur's drops
+	curText string  // its text
 	track   *listTrack
 	// firstTexts maps the plan index of each scope the first pass (which
 	// dropped nothing) rendered itself, not found in the cache, to its
@@ -175,7 +176,7 @@ func (sr *search) newProber(cur attempt, covered func(int) bool) *prober {
 	if err != nil {
 		return nil
 	}
-	pr := &prober{sr: sr, add: add, covered: covered, cur: a, track: t, counted: map[[2]int]int{}}
+	pr := &prober{sr: sr, add: add, covered: covered, cur: a, curText: a.text(), track: t, counted: map[[2]int]int{}}
 	if a.tokens != cur.tokens {
 		return nil // not cur's drops
 	}
@@ -297,7 +298,7 @@ func (pr *prober) work(d int, i int32) probeSize {
 			x = t.items[next].start
 			u = append(pr.unit(d), '\n')
 		}
-		n, ok := pr.sr.rd.changeAdds(pr.add, pr.cur.text, x, x, string(u), pr.counted)
+		n, ok := pr.sr.rd.changeAdds(pr.add, pr.curText, x, x, string(u), pr.counted)
 		if !ok {
 			return none
 		}
@@ -351,7 +352,7 @@ func (pr *prober) emptyList(id int32) *emptyProbe {
 	// The item's list had none kept: the item is its only one now.
 	for _, it := range t1.items {
 		if int(it.idx) == one && it.start >= 0 && !t1.other[it.list] {
-			*e = emptyProbe{ok: true, one: one, text: a1.text, tokens: a1.tokens, s: it.start, e: it.end, counted: map[[2]int]int{}}
+			*e = emptyProbe{ok: true, one: one, text: a1.text(), tokens: a1.tokens, s: it.start, e: it.end, counted: map[[2]int]int{}}
 		}
 	}
 	return e
