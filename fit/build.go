@@ -10,7 +10,7 @@ import "github.com/loomctx/loom/messages"
 // nil when fopts.Window is 0: no fitting was asked for.
 func Build(t messages.Turn, bopts messages.Options, fopts Options) (*messages.Result, *Report, error) {
 	res, err := messages.Build(t, bopts)
-	if err != nil || fopts.Window <= 0 {
+	if err != nil || fopts.Window == 0 {
 		return res, nil, err
 	}
 	f, err := Fit(res.Messages, fopts)

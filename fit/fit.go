@@ -68,7 +68,8 @@ const (
 
 // Options say what to fit into.
 type Options struct {
-	// Window is the model's context window, in tokens; required.
+	// Window is the model's context window, in tokens. 0 means none is
+	// known: the list is counted (Report.Tokens) and returned as is.
 	Window int
 	// Reserve is kept free for the reply: the request's max_tokens, else
 	// llm.reserve_output; 0 means DefaultReserve.
@@ -84,10 +85,11 @@ type Options struct {
 	// Step is the share of the budget history is dropped by at a time;
 	// 0 means DefaultStep.
 	Step float64
-	// Summaries are conversation-log (HISTORY.md) entries, oldest first,
-	// that summarise the start of the history; the note carries the
-	// latest of them that fit in NoteBudget tokens.
-	Summaries []string
+	// Summaries returns conversation-log (HISTORY.md) entries, oldest
+	// first, that summarise the start of the history; the note carries
+	// the latest of them that fit in NoteBudget tokens. It is called only
+	// when history is dropped; nil means none.
+	Summaries func() []string
 	// NoteBudget bounds the summaries in the note; 0 means
 	// DefaultNoteBudget.
 	NoteBudget int
@@ -176,7 +178,7 @@ var (
 // user message; the history is what lies between the system message and
 // it. msgs is never changed.
 func Fit(msgs []messages.Message, opts Options) (*Result, error) {
-	if opts.Window <= 0 {
+	if opts.Window < 0 {
 		return nil, fmt.Errorf("fit: context window of %d tokens", opts.Window)
 	}
 	if opts.Counter == nil {
@@ -192,6 +194,15 @@ func Fit(msgs []messages.Message, opts Options) (*Result, error) {
 		opts.NoteBudget = DefaultNoteBudget
 	}
 	rep := Report{Window: opts.Window, Reserve: opts.Reserve, Budget: opts.Window - opts.Reserve, Reasons: []string{}}
+	if opts.Window == 0 {
+		rep.Reserve, rep.Budget = 0, 0
+		rep.Tokens = Tokens(opts.Counter, msgs, opts.Tools) // no window: counted, never fitted
+		if len(msgs) > 0 && msgs[0].Role == messages.RoleSystem && opts.SystemTokens > 0 {
+			rep.Tokens += opts.SystemTokens - count(opts.Counter, msgs[0].Content.Text)
+		}
+		rep.Before = rep.Tokens
+		return &Result{Messages: msgs, Report: rep}, nil
+	}
 	if rep.Budget <= 0 {
 		return nil, fmt.Errorf("%w: %d tokens kept for the reply leave nothing of a %d-token context window", ErrNoRoom, opts.Reserve, opts.Window)
 	}
@@ -285,6 +296,10 @@ func (f *fitter) fit(res *Result) []messages.Message {
 	k := 0
 	var note string
 	var summaries, noteCost int
+	var entries []string
+	if f.opts.Summaries != nil && len(f.units) > 0 {
+		entries = f.opts.Summaries()
+	}
 	for m := 1; k < len(f.units); m++ {
 		next := k
 		for next < len(f.units) && f.offsets[next] < m*step {
@@ -294,7 +309,7 @@ func (f *fitter) fit(res *Result) []messages.Message {
 			continue
 		}
 		k = next
-		note, summaries = f.note(f.dropped(k), f.opts.Summaries)
+		note, summaries = f.note(f.dropped(k), entries)
 		noteCost = MessageTokens(f.c, noteMessage(note))
 		if f.total(k, noteCost) <= budget {
 			break

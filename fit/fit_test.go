@@ -195,7 +195,7 @@ func TestFitNoteCarriesLatestSummaries(t *testing.T) {
 	msgs := append([]messages.Message{system("sys")}, fittest.Conversation(60, 300)...)
 	msgs = append(msgs, user("go on"))
 	entries := []string{"[2026-01-01 10:00] Old entry " + fittest.Filler(1, 600), "[2026-01-02 10:00] Searched the archive for amber.", "[2026-01-03 10:00] Compared quartz and cobalt prices."}
-	res, err := fit.Fit(msgs, fit.Options{Window: 8000, Reserve: 500, Counter: c, Summaries: entries, NoteBudget: 200})
+	res, err := fit.Fit(msgs, fit.Options{Window: 8000, Reserve: 500, Counter: c, Summaries: func() []string { return entries }, NoteBudget: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,6 +272,19 @@ func TestFitToolsTooLarge(t *testing.T) {
 	}
 	if res.Report.Over <= 0 || len(res.Report.Reasons) == 0 {
 		t.Errorf("tool definitions over the window should be reported over: %+v", res.Report)
+	}
+}
+
+func TestFitWithoutWindowCounts(t *testing.T) {
+	c := counter(t)
+	msgs := append([]messages.Message{system("sys")}, fittest.Conversation(60, 300)...)
+	msgs = append(msgs, user("go on"))
+	res, err := fit.Fit(msgs, fit.Options{Counter: c, Tools: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Messages) != len(msgs) || res.Report.Changed() || res.Report.Tokens != wireTokens(t, c, msgs)+40 {
+		t.Errorf("without a window: %d messages, report %+v, want %d tokens", len(res.Messages), res.Report, wireTokens(t, c, msgs)+40)
 	}
 }
 

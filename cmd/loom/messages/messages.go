@@ -263,9 +263,9 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 	}
 	var fopts fit.Options
 	if o.ContextWindow > 0 {
-		var summaries []string
-		if consolidated && o.logEntries != nil {
-			summaries = o.logEntries()
+		var summaries func() []string
+		if consolidated {
+			summaries = o.logEntries
 		}
 		fopts = fit.Options{Window: o.ContextWindow, Reserve: o.ReserveOutput, Counter: counter, Summaries: summaries,
 			ShrinkSystem: func(room int) (string, []messages.Section, error) {
