@@ -361,7 +361,7 @@ func (f *fitter) fit(res *Result) []messages.Message {
 		rep.Note = false
 		rep.Reasons = append(rep.Reasons, "the note on the dropped history left out")
 	}
-	if over := f.total(k, noteCost) - budget; over > 0 {
+	if over := f.total(k, noteCost) - budget; over > 0 && len(tail) > 0 {
 		// The largest message of the current turn gives up what is over.
 		big := 0
 		for i := range tail {
