@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,8 +126,9 @@ func anthropicModel(w http.ResponseWriter, body map[string]any) {
 // protoEnv is a gateway with a fake upstream of one provider.
 type protoEnv struct {
 	*env
-	provider string
-	requests func() []recorded
+	provider  string
+	anthropic *anthropicUp // the Anthropic upstream, when provider is anthropic
+	requests  func() []recorded
 }
 
 func protoSetups(t *testing.T, yamlExtra string) []protoEnv {
@@ -141,7 +143,7 @@ func protoSetups(t *testing.T, yamlExtra string) []protoEnv {
 			defer e.up.mu.Unlock()
 			return append([]recorded(nil), e.up.requests...)
 		}},
-		{env: ea, provider: "anthropic", requests: func() []recorded {
+		{env: ea, provider: "anthropic", anthropic: up, requests: func() []recorded {
 			up.mu.Lock()
 			defer up.mu.Unlock()
 			return append([]recorded(nil), up.requests...)
@@ -350,6 +352,238 @@ func TestNodeAnthropicSDK(t *testing.T) {
 			checkStoredOnce(t, pe.env, "ant-plain", 2)
 			checkStoredOnce(t, pe.env, "ant-stream", 2)
 			checkStoredOnce(t, pe.env, "ant-tools", 4)
+		})
+	}
+}
+
+// claudeCodeModel answers Claude Code: asked to read the note, it calls
+// Claude Code's Read tool on it; given the result, it quotes it; anything
+// else is a pong.
+func claudeCodeModel(note string) func(text string, isResult bool) (reply, tool, args string) {
+	return func(text string, isResult bool) (string, string, string) {
+		switch {
+		case isResult:
+			i := strings.Index(text, "NOTE-BODY-")
+			if i < 0 {
+				return "CC-DONE without the note: " + text, "", ""
+			}
+			return "CC-DONE " + text[i:i+len("NOTE-BODY-")+4], "", ""
+		case strings.Contains(text, "read the note"):
+			a, _ := json.Marshal(map[string]string{"file_path": note})
+			return "", "Read", string(a)
+		}
+		return "PONG-CC-77", "", ""
+	}
+}
+
+// claudeCodeUpstream serves the answers of model in the provider's shape.
+func claudeCodeUpstream(provider string, model func(string, bool) (string, string, string)) func(http.ResponseWriter, map[string]any) {
+	return func(w http.ResponseWriter, body map[string]any) {
+		text, isResult := lastUserText(body)
+		reply, tool, args := model(text, isResult)
+		stream := body["stream"] == true
+		if provider == "anthropic" {
+			switch {
+			case tool != "" && stream:
+				anthropicStreamTool(w, tool, args)
+			case tool != "":
+				anthropicMessage(w, "", tool, args)
+			case stream:
+				anthropicStream(w, 0, "", reply)
+			default:
+				anthropicMessage(w, reply)
+			}
+			return
+		}
+		switch {
+		case tool != "" && stream:
+			a, _ := json.Marshal(args)
+			writeStream(w, []string{
+				fmt.Sprintf(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"fake-model","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_cc","type":"function","function":{"name":%q,"arguments":%s}}]},"finish_reason":null}]}`+"\n\n", tool, a),
+				`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"fake-model","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\n",
+				"data: [DONE]\n\n"}, 0)
+		case tool != "":
+			a, _ := json.Marshal(args)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"fake-model","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_cc","type":"function","function":{"name":%q,"arguments":%s}}]},"finish_reason":"tool_calls"}]}`, tool, a)
+		case stream:
+			writeStream(w, streamChunks(reply), 0)
+		default:
+			writeCompletion(w, reply)
+		}
+	}
+}
+
+// anthropicStreamTool streams one tool_use block with the given input.
+func anthropicStreamTool(w http.ResponseWriter, tool, args string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	ev := func(typ string, v map[string]any) {
+		v["type"] = typ
+		data, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data)
+	}
+	ev("message_start", map[string]any{"message": map[string]any{"id": "msg_t", "type": "message", "role": "assistant", "model": "claude-fake",
+		"content": []any{}, "usage": map[string]int{"input_tokens": 30, "output_tokens": 1}}})
+	ev("content_block_start", map[string]any{"index": 0, "content_block": map[string]any{"type": "tool_use", "id": "toolu_cc", "name": tool, "input": map[string]any{}}})
+	ev("content_block_delta", map[string]any{"index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": args}})
+	ev("content_block_stop", map[string]any{"index": 0})
+	ev("message_delta", map[string]any{"delta": map[string]any{"stop_reason": "tool_use"}, "usage": map[string]int{"output_tokens": 9}})
+	ev("message_stop", map[string]any{})
+}
+
+// claudeCode finds Claude Code's executable in node_modules: the native
+// binary its package installs as bin/claude.exe.
+func claudeCode(t *testing.T, nm string) string {
+	t.Helper()
+	for _, p := range []string{"@anthropic-ai/claude-code/bin/claude.exe", "@anthropic-ai/claude-code/cli.js"} {
+		if st, err := os.Stat(filepath.Join(nm, p)); err == nil && st.Size() > 1<<10 {
+			return filepath.Join(nm, p)
+		}
+	}
+	testenv.Missing(t, "claude-code", "%s has no @anthropic-ai/claude-code executable (npm install @anthropic-ai/claude-code)", nm)
+	return ""
+}
+
+// TestClaudeCode runs Claude Code itself (claude -p) with
+// ANTHROPIC_BASE_URL at loom, offline, through loom to a fake Anthropic
+// and a fake OpenAI upstream: a plain prompt, and one where the model
+// calls Claude Code's Read tool and answers from its result.
+func TestClaudeCode(t *testing.T) {
+	nm := testenv.NodeModules(t, "@anthropic-ai/claude-code")
+	bin := claudeCode(t, nm)
+	for _, pe := range protoSetups(t, "") {
+		t.Run(pe.provider, func(t *testing.T) {
+			dir := t.TempDir()
+			note := filepath.Join(dir, "note.txt")
+			os.WriteFile(note, []byte("NOTE-BODY-4242\n"), 0o644)
+			model := claudeCodeModel(note)
+			if pe.provider == "anthropic" {
+				pe.anthropic.setReply(claudeCodeUpstream("anthropic", model))
+			} else {
+				pe.up.setReply(claudeCodeUpstream("openai", model))
+			}
+			run := func(prompt string) string {
+				ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, bin, "-p", prompt, "--allowedTools", "Read")
+				cmd.Dir = dir
+				home := t.TempDir()
+				cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ANTHROPIC_BASE_URL=" + pe.base, "ANTHROPIC_API_KEY=dummy",
+					"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"}
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("claude -p %q: %v\n%s", prompt, err, out)
+				}
+				return strings.TrimSpace(string(out))
+			}
+			if got := run("PING: answer with the pong"); got != "PONG-CC-77" {
+				t.Errorf("plain prompt: claude printed %q", got)
+			}
+			if got := run("please read the note and quote it"); got != "CC-DONE NOTE-BODY-4242" {
+				t.Errorf("tool prompt: claude printed %q", got)
+			}
+			reqs := pe.requests()
+			if len(reqs) < 3 {
+				t.Fatalf("upstream got %d requests, want at least 3", len(reqs))
+			}
+			for i, r := range reqs {
+				sys := upstreamSystem(r)
+				if !strings.Contains(sys, "MARKER-AGENTS-7f3") || !strings.Contains(sys, "Claude") ||
+					strings.Index(sys, "MARKER-AGENTS-7f3") > strings.Index(sys, "Claude") {
+					t.Errorf("request %d: loom's prompt is not first with Claude Code's system beside it: %.1500s", i, sys)
+				}
+			}
+			if !strings.Contains(string(reqs[len(reqs)-1].Raw), "NOTE-BODY-4242") {
+				t.Errorf("the Read tool's result did not reach the upstream: %.1000s", reqs[len(reqs)-1].Raw)
+			}
+			// Each run is a session of its own (Claude Code's session id),
+			// each turn stored in it once.
+			files, _ := filepath.Glob(filepath.Join(pe.dir, ".loom", "sessions", "*.jsonl"))
+			var sizes []int
+			for _, f := range files {
+				id := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+				if strings.HasPrefix(id, "resp") || strings.HasPrefix(id, "ant-") {
+					continue
+				}
+				sizes = append(sizes, len(sessionMessagesN(t, pe.env, id, 1).Messages))
+			}
+			slices.Sort(sizes)
+			if !reflect.DeepEqual(sizes, []int{2, 4}) {
+				t.Errorf("Claude Code's sessions hold %v messages, want one of 2 (prompt, pong) and one of 4 (prompt, Read call, its result, answer); files %v", sizes, files)
+			}
+		})
+	}
+}
+
+// TestNodeAISDK drives the Responses API with the AI SDK's default OpenAI
+// provider: generateText, and streamText with a tool over two steps.
+func TestNodeAISDK(t *testing.T) {
+	nm := testenv.NodeModules(t, "ai", "@ai-sdk/openai")
+	for _, pe := range protoSetups(t, "") {
+		t.Run(pe.provider, func(t *testing.T) {
+			var got struct {
+				Plain      string           `json:"plain"`
+				PlainUsage map[string]any   `json:"plain_usage"`
+				Deltas     []string         `json:"deltas"`
+				StreamText string           `json:"stream_text"`
+				Steps      []map[string]any `json:"steps"`
+			}
+			runNode(t, nm, "aisdk_client.mjs", &got, "LOOM_BASE_URL="+pe.base+"/v1")
+			if got.Plain != "plain answer" || got.PlainUsage["inputTokens"] == nil {
+				t.Errorf("generateText: %+v", got)
+			}
+			if got.StreamText != "The weather tool says: 21 degrees" || len(got.Steps) != 2 {
+				t.Errorf("streamText: %q in %d steps: %+v", got.StreamText, len(got.Steps), got.Steps)
+			}
+			if len(got.Steps) == 2 {
+				want := []any{map[string]any{"name": "weather", "input": map[string]any{"city": "Oslo"}}}
+				if !reflect.DeepEqual(got.Steps[0]["calls"], want) || !reflect.DeepEqual(got.Steps[0]["results"], []any{"21 degrees in Oslo"}) {
+					t.Errorf("tool step: %+v", got.Steps[0])
+				}
+			}
+			reqs := pe.requests()
+			if len(reqs) != 3 {
+				t.Fatalf("upstream got %d requests, want 3", len(reqs))
+			}
+			if sys := upstreamSystem(reqs[0]); !strings.Contains(sys, "MARKER-AGENTS-7f3") || !strings.Contains(sys, "AISDK-SYSTEM-3e7") {
+				t.Errorf("system: %.1500s", sys)
+			}
+			checkStoredOnce(t, pe.env, "aisdk-plain", 2)
+			checkStoredOnce(t, pe.env, "aisdk-tools", 4)
+		})
+	}
+}
+
+// TestNodeOpenAIAgents runs an @openai/agents agent with a tool on its
+// default model provider (the Responses API), and a streamed run.
+func TestNodeOpenAIAgents(t *testing.T) {
+	nm := testenv.NodeModules(t, "@openai/agents", "openai", "zod")
+	for _, pe := range protoSetups(t, "") {
+		t.Run(pe.provider, func(t *testing.T) {
+			var got struct {
+				Final    string   `json:"final"`
+				Items    []string `json:"items"`
+				Streamed string   `json:"streamed"`
+				Deltas   []string `json:"deltas"`
+			}
+			runNode(t, nm, "agents_client.mjs", &got, "LOOM_BASE_URL="+pe.base+"/v1")
+			if got.Final != "The weather tool says: 21 degrees" || !slices.Contains(got.Items, "tool_call_item") || !slices.Contains(got.Items, "tool_call_output_item") {
+				t.Errorf("run: %+v", got)
+			}
+			if got.Streamed != "alpha beta" || !reflect.DeepEqual(got.Deltas, []string{"al", "pha ", "beta"}) {
+				t.Errorf("streamed run: %q %q", got.Streamed, got.Deltas)
+			}
+			reqs := pe.requests()
+			if len(reqs) != 3 {
+				t.Fatalf("upstream got %d requests, want 3", len(reqs))
+			}
+			for i, r := range reqs {
+				if sys := upstreamSystem(r); !strings.Contains(sys, "MARKER-AGENTS-7f3") || !strings.Contains(sys, "AGENT-INSTRUCTIONS-71b") {
+					t.Errorf("request %d system: %.1500s", i, sys)
+				}
+			}
+			checkStoredOnce(t, pe.env, "agents-run", 6)
 		})
 	}
 }
