@@ -58,8 +58,15 @@ func browserWorkspace(t *testing.T) string {
 // startServe runs `loom serve` on a free port and returns its base URL.
 func startServe(t testing.TB, bin, root string) string {
 	t.Helper()
+	return startServeEnv(t, bin, root, nil)
+}
+
+// startServeEnv is startServe with variables added to loom's environment.
+func startServeEnv(t testing.TB, bin, root string, env []string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", "-w", root, "--addr", "127.0.0.1:0", "--log-level", "warn")
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -90,10 +90,10 @@ func Mount(s *server.Server) error {
 	s.HandleWorkspace("GET /inspect/{ws}/{$}", in.page)
 	s.HandleWorkspace("GET /inspect/{ws}/view", in.view)
 	s.HandleWorkspace("GET /inspect/{ws}/events", in.events)
-	s.HandleWorkspace("POST /inspect/{ws}/pin", in.pin)
+	s.HandleForm("POST /inspect/{ws}/pin", in.pin)
 	s.HandleWorkspace("GET /inspect/{ws}/diff", in.diff)
-	s.HandleWorkspace("POST /inspect/{ws}/memories", in.addMemory)
-	s.HandleWorkspace("POST /inspect/{ws}/memories/{id}/forget", in.forgetMemory)
+	s.HandleForm("POST /inspect/{ws}/memories", in.addMemory)
+	s.HandleForm("POST /inspect/{ws}/memories/{id}/forget", in.forgetMemory)
 	s.AddDrainer(in.close)
 	return nil
 }
@@ -263,6 +263,7 @@ func (in *Inspector) page(w http.ResponseWriter, r *http.Request, ws *server.Wor
 		return
 	}
 	v, _ := in.build(r.Context(), ws, c)
+	v.FormToken = in.srv.FormToken()
 	in.render(w, "page", v)
 }
 

@@ -34,6 +34,7 @@ type View struct {
 	Memory      MemoryView
 	Error       string // a render error shown on the page
 	Pins        []Pin
+	FormToken   string // sent back with the page's forms (server.FormToken)
 }
 
 // Controls are the render options the page lets a user change.

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/loomctx/loom/server"
 	"github.com/loomctx/loom/workspace"
 )
@@ -63,7 +65,12 @@ func (m *mounted) get(ws *server.Workspace) (*mountEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &mountEntry{srv: srv, h: srv.Handler()}
+	// The server's middleware checks every route's Host (loopback, and
+	// the names given with --allowed-hosts) and refuses cross-site writes;
+	// the SDK's own localhost check would refuse an allowed name.
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.mcp },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})
+	e := &mountEntry{srv: srv, h: h}
 	m.servers[ws.Door] = e
 	return e, nil
 }

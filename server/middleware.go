@@ -127,8 +127,10 @@ func (s *Server) IsOwnToken(tok string) bool {
 	return ok == 1
 }
 
-// middleware wraps every route: request id, log line, recovery, metrics,
-// authentication, body cap.
+// middleware wraps every route of every front end on the server (the API,
+// the gateway, MCP, the inspector): request id, log line, recovery,
+// metrics, the Host, cross-site and JSON checks (guard.go), authentication,
+// body cap.
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -172,6 +174,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				slog.Int("status", status), slog.Int64("bytes", rec.bytes),
 				slog.Duration("duration", d))
 		}()
+		if !s.guard(rec, r) {
+			return
+		}
 		if !(r.Method == http.MethodGet && r.URL.Path == "/healthz") && !s.authorized(r) {
 			s.problem(rec, r, Errorf(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required"))
 			return

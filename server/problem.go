@@ -56,6 +56,9 @@ const (
 	CodeInternal         = "internal"
 	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeUnavailable      = "unavailable"
+	CodeHostNotAllowed   = "host_not_allowed"
+	CodeCrossOrigin      = "cross_origin_refused"
+	CodeFormToken        = "form_token_invalid"
 )
 
 // WriteProblem writes err as a problem response. An error that is not a

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +60,14 @@ type Options struct {
 	DSNEnv string
 	// Getenv reads DSN variables; default os.Getenv.
 	Getenv func(string) string
+	// AllowedHosts are the Host names (or host:port) the server answers to
+	// besides loopback ones; "*" is any. Every other Host gets 421, which
+	// stops DNS rebinding (see guard.go).
+	AllowedHosts []string
+	// CORSOrigins are the web origins (https://app.example.com) whose
+	// pages may call the server: they get CORS headers and pass the
+	// cross-site check. None by default.
+	CORSOrigins []string
 }
 
 // Server is loom's HTTP server. Build it with [New], mount front ends with
@@ -74,6 +83,11 @@ type Server struct {
 	metrics *metrics
 	wss     *workspaces
 	tokens  [][32]byte
+
+	allowedHosts []string
+	corsOrigins  []string
+	crossOrigin  *http.CrossOriginProtection
+	formKey      [32]byte
 
 	mu       sync.Mutex
 	drainers []func(context.Context) error
@@ -117,6 +131,16 @@ func New(opts Options) (*Server, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
+	origins, err := checkOrigins(opts.CORSOrigins)
+	if err != nil {
+		return nil, err
+	}
+	cop := http.NewCrossOriginProtection()
+	for _, o := range origins {
+		if err := cop.AddTrustedOrigin(o); err != nil {
+			return nil, fmt.Errorf("server: CORS origin %s: %v", o, err)
+		}
+	}
 	pg := &pgDBs{getenv: opts.Getenv}
 	if opts.Store == StorePostgres {
 		// Connect and migrate now: a replica that cannot reach its
@@ -133,7 +157,9 @@ func New(opts Options) (*Server, error) {
 		pg.close()
 		return nil, err
 	}
-	s := &Server{opts: opts, log: log, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), wss: wss}
+	s := &Server{opts: opts, log: log, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), wss: wss,
+		allowedHosts: normalHosts(opts.AllowedHosts), corsOrigins: origins, crossOrigin: cop}
+	rand.Read(s.formKey[:])
 	for _, t := range opts.Tokens {
 		s.tokens = append(s.tokens, hashToken(t))
 	}
@@ -181,6 +207,20 @@ func (s *Server) HandleWorkspace(pattern string, h WorkspaceHandler) {
 		}
 		if err := ws.prepare(r.Context()); err != nil {
 			s.problem(w, r, err)
+			return
+		}
+		h(w, r, ws)
+	})
+}
+
+// HandleForm is HandleWorkspace for a route that a page the server serves
+// posts its forms to: a request without a form token the server made
+// (X-Loom-Form-Token, see [Server.FormToken]) gets 403, so another site's
+// page cannot submit the form.
+func (s *Server) HandleForm(pattern string, h WorkspaceHandler) {
+	s.HandleWorkspace(pattern, func(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+		if !s.ValidFormToken(r.Header.Get(FormTokenHeader)) {
+			WriteProblem(w, r, Errorf(http.StatusForbidden, CodeFormToken, "this form must be sent from the page that holds it (%s missing or not made by this server)", FormTokenHeader))
 			return
 		}
 		h(w, r, ws)

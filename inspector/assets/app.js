@@ -68,10 +68,14 @@
     });
   });
 
+  // The page's form token: the server takes a form only with it, so no
+  // other site's page can post one.
+  var token = document.querySelector('meta[name="loom-form-token"]').content;
+
   function post(url, body) {
     return fetch(url, {
       method: "POST",
-      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      headers: { "Content-Type": "application/x-www-form-urlencoded", "X-Loom-Form-Token": token },
       body: body,
     }).then(function (r) {
       if (!r.ok) return r.text().then(function (t) { throw new Error(t); });

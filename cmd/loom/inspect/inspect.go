@@ -21,6 +21,9 @@ type Options struct {
 	// Web serves the inspector page on Addr instead of printing a table.
 	Web  bool
 	Addr string
+	// AllowedHosts and CORSOrigins are server.Options' for --web.
+	AllowedHosts []string
+	CORSOrigins  []string
 }
 
 // NewCmdInspect returns the inspect command. runF replaces the run function
@@ -36,7 +39,9 @@ kept, dropped or truncated (and why), then the totals and every diagnostic.
 
 With --web, serve the same as a live web page on a loopback address and print
 its URL: sections with their text, a token bar, controls that re-render at
-once, skills, memories and a cache diff between two renders.`,
+once, skills, memories and a cache diff between two renders. The page
+answers only loopback Host names and those given with --allowed-hosts, and
+takes its forms only from itself (see loom serve --help).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -52,6 +57,8 @@ once, skills, memories and a cache diff between two renders.`,
 	cmdutil.AddJSONFlag(cmd.Flags(), &opts.JSON)
 	cmd.Flags().BoolVar(&opts.Web, "web", false, "serve the inspector web page and print its URL")
 	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:0", "address for --web (loopback only)")
+	cmd.Flags().StringSliceVar(&opts.AllowedHosts, "allowed-hosts", nil, "with --web: Host names answered besides loopback ones, comma-separated")
+	cmd.Flags().StringSliceVar(&opts.CORSOrigins, "cors-origin", nil, "with --web: a web origin whose pages may call the server; repeatable")
 	return cmd
 }
 

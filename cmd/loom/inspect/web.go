@@ -28,7 +28,8 @@ func webRun(ctx context.Context, opts *Options) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := server.New(server.Options{Dir: opts.Flags.Dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := server.New(server.Options{Dir: opts.Flags.Dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		AllowedHosts: opts.AllowedHosts, CORSOrigins: opts.CORSOrigins})
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,8 @@ type Options struct {
 	NoWatch      bool
 	Store        string
 	DSNEnv       string
+	AllowedHosts []string
+	CORSOrigins  []string
 
 	// Mounts, when set, attach other front ends to the server before it
 	// serves (the gateway, MCP, the inspector).
@@ -66,6 +68,14 @@ By default the server listens on 127.0.0.1:7411. A non-loopback --addr needs
 bearer tokens: --token-env NAME names a variable holding one or more tokens
 (separated by commas or white space); every route but /healthz then needs
 "Authorization: Bearer TOKEN".
+
+Every route answers only requests whose Host is a loopback name (localhost,
+127.0.0.1, [::1]) or one given with --allowed-hosts (421 otherwise, which
+stops DNS rebinding); list the names clients use when serving beyond
+loopback. A request that changes state from another web origin is refused
+(403), and a body must be sent as application/json (415), so no web page can
+drive the server through the operator's browser. --cors-origin lets one
+named origin's pages call it, with CORS headers.
 
 POST /v1/chat/completions (and /v1/workspaces/{ws}/chat/completions) is an
 OpenAI-compatible gateway: point an agent's base URL at http://ADDR/v1 and
@@ -151,6 +161,8 @@ collector's CPU by about three quarters at the usual heap of a few MiB.`,
 	fl.BoolVar(&opts.NoWatch, "no-watch", false, "do not watch workspaces (every render checks the disk)")
 	fl.StringVar(&opts.Store, "store", "", "where memories and sessions are kept: sqlite or postgres (default: $LOOM_MEMORY_STORE, else each loom.yaml's memory.store, else sqlite)")
 	fl.StringVar(&opts.DSNEnv, "dsn-env", config.DefaultDSNEnv, "variable holding the PostgreSQL DSN, with --store postgres")
+	fl.StringSliceVar(&opts.AllowedHosts, "allowed-hosts", nil, "Host names (or host:port) answered besides loopback ones, comma-separated; * for any")
+	fl.StringSliceVar(&opts.CORSOrigins, "cors-origin", nil, "a web origin (https://app.example.com) whose pages may call the server; repeatable")
 	return cmd
 }
 
@@ -204,7 +216,7 @@ func Run(ctx context.Context, opts *Options) error {
 	s, err := server.New(server.Options{
 		Dir: opts.Dir, Root: opts.Root, Tokens: tokens, Logger: log,
 		MaxBodyBytes: opts.MaxBodyBytes, DrainTimeout: opts.DrainTimeout, NoWatch: opts.NoWatch,
-		Store: opts.Store, DSNEnv: opts.DSNEnv,
+		Store: opts.Store, DSNEnv: opts.DSNEnv, AllowedHosts: opts.AllowedHosts, CORSOrigins: opts.CORSOrigins,
 	})
 	if err != nil {
 		return err
