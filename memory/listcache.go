@@ -14,7 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"github.com/loomctx/loom/internal/zerocopy"
 )
 
 // The listing cache. A render lists every active workspace-wide memory
@@ -260,7 +261,7 @@ func decodeList(data []byte) ([]Memory, string, error) {
 	if crc32.Checksum(body, castagnoli()) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
 		return nil, "", errBadListCache
 	}
-	text := unsafe.String(unsafe.SliceData(body), len(body))
+	text := zerocopy.String(body)
 	pos := len(listCacheMagic)
 	bad := false
 	uvarint := func() uint64 {

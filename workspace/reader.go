@@ -16,9 +16,10 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/loomctx/loom/internal/zerocopy"
 )
 
 // DefaultMaxFileSize is the largest file the reader accepts unless
@@ -538,7 +539,7 @@ func normalize(data []byte, owned bool) (string, []string) {
 	}
 	var text string
 	if owned && len(data) > 0 {
-		text = unsafe.String(&data[0], len(data)) // data is never written again
+		text = zerocopy.String(data) // data is never written again
 	} else {
 		text = string(data)
 	}
