@@ -84,7 +84,9 @@ var (
 
 var facts = []fact{
 	{kind: "sister-name",
-		say:    func(v vals) []string { return []string{"U*My sister is called " + v["sister"] + ", she is two years older than me."} },
+		say: func(v vals) []string {
+			return []string{"U*My sister is called " + v["sister"] + ", she is two years older than me."}
+		},
 		ask:    func(v vals) string { return "What is " + v["name"] + "'s sister called?" },
 		answer: func(v vals) string { return "Her sister is called " + v["sister"] + "." },
 		follow: func(v vals) string { return "And which city does she live in?" },
