@@ -1,6 +1,8 @@
 package prompt_test
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -299,5 +301,37 @@ func TestAnalystDefaultTools(t *testing.T) {
 	files["loom.yaml"] = "tools: [execute_sql]\n"
 	if p := analyst(t, files, prompt.Options{}).Prompt; strings.Contains(p, "## Saved Files") || !strings.Contains(p, "## The Local Database") {
 		t.Errorf("loom.yaml tools: ignored:\n%s", p)
+	}
+}
+
+// nanobot HEAD's untouched onboarding files are left out as HEAD leaves
+// them out: AGENTS.md (new at HEAD), USER.md and memory/MEMORY.md; SOUL.md
+// is kept, as HEAD keeps it. Filled in, AGENTS.md is kept.
+func TestNanobotHeadWorkspace(t *testing.T) {
+	dir := copyTree(t, "../testdata/workspaces/nanobot-head")
+	res := render(t, dir, prompt.Options{})
+	if res.Report.Preset != prompt.Assistant {
+		t.Fatalf("preset %s", res.Report.Preset)
+	}
+	for _, f := range []string{"AGENTS.md", "USER.md", "memory/MEMORY.md"} {
+		if !hasDiag(res, f, "nanobot's onboarding") {
+			t.Errorf("no diagnostic for nanobot HEAD's %s template: %v", f, res.Report.Diagnostics)
+		}
+	}
+	for _, h := range []string{"## AGENTS.md", "## USER.md", "Long-term Memory"} {
+		if strings.Contains(res.Prompt, h) {
+			t.Errorf("%s: an untouched nanobot template is in the prompt", h)
+		}
+	}
+	if !strings.Contains(res.Prompt, "## SOUL.md") {
+		t.Error("SOUL.md left out")
+	}
+	p := filepath.Join(dir, "AGENTS.md")
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, append(b, "\n- Answer in French.\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := render(t, dir, prompt.Options{}).Prompt; !strings.Contains(got, "## AGENTS.md") || !strings.Contains(got, "Answer in French.") {
+		t.Error("a filled-in AGENTS.md is left out")
 	}
 }
