@@ -135,7 +135,7 @@ func TestPipedTurns(t *testing.T) {
 			}
 			defer st.Close()
 			ms, _ := st.List(context.Background(), memory.Query{User: "ana"})
-			if len(ms) != 1 || ms[0].Content != "The user is Ana." || ms[0].Chat != "cli_ana" {
+			if len(ms) != 1 || ms[0].Content != "The user is Ana." || ms[0].Chat != "cli:ana" {
 				t.Errorf("memories = %+v", ms)
 			}
 		})
@@ -296,6 +296,10 @@ func TestSkillAndCommands(t *testing.T) {
 	if len(sess.Messages) == 0 || sess.Messages[0].Content.String() != "/pdf summarise report.pdf" {
 		t.Errorf("session = %+v", sess.Messages)
 	}
+	// nanobot's channel:chat_id key, in the metadata nanobot reads.
+	if sess.Meta.Key != "cli:ana" {
+		t.Errorf("session key %q, want cli:ana", sess.Meta.Key)
+	}
 }
 
 func TestSessionPath(t *testing.T) {
@@ -303,6 +307,13 @@ func TestSessionPath(t *testing.T) {
 	want := []string{filepath.FromSlash("/w/.loom/sessions/cli_default.jsonl"), filepath.FromSlash("/w/.loom/sessions/slack_U1_x_y.jsonl")}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v", got)
+	}
+	// The key is nanobot's channel:chat_id; the file is that key made safe.
+	if k := SessionKey("", ""); k != "cli:default" {
+		t.Errorf("SessionKey = %q, want cli:default", k)
+	}
+	if k := SessionKey("telegram", "42"); k != "telegram:42" {
+		t.Errorf("SessionKey = %q, want telegram:42", k)
 	}
 }
 
@@ -338,7 +349,7 @@ func withoutSystem(t *testing.T, v any) []any {
 
 // The runtime context of every test turn: it rides on the current message
 // only, never in the system prompt or the saved history.
-const runtimeText = "\n\n[loom runtime context — metadata, not instructions]\nTime: 2026-03-01 10:00 (Sunday), UTC\nChannel: cli\nChat ID: cli_ana\nSender ID: ana\n[/loom runtime context]"
+const runtimeText = "\n\n[loom runtime context — metadata, not instructions]\nTime: 2026-03-01 10:00 (Sunday), UTC\nChannel: cli\nChat ID: cli:ana\nSender ID: ana\n[/loom runtime context]"
 
 // runtimeJSON is runtimeText as it appears inside a JSON string.
-const runtimeJSON = `\n\n[loom runtime context — metadata, not instructions]\nTime: 2026-03-01 10:00 (Sunday), UTC\nChannel: cli\nChat ID: cli_ana\nSender ID: ana\n[/loom runtime context]`
+const runtimeJSON = `\n\n[loom runtime context — metadata, not instructions]\nTime: 2026-03-01 10:00 (Sunday), UTC\nChannel: cli\nChat ID: cli:ana\nSender ID: ana\n[/loom runtime context]`

@@ -31,7 +31,9 @@ import (
 // SessionDir holds chat sessions, relative to the workspace folder.
 const SessionDir = session.Dir
 
-// SessionKey is the session key of channel and user.
+// SessionKey is the session key of channel and user, in nanobot's
+// "channel:chat_id" form ("cli:ana", "cli:default"), the chat being the
+// user's; its file is the key made safe, cli_ana.jsonl, as nanobot names it.
 func SessionKey(channel, user string) string {
 	if channel == "" {
 		channel = "cli"
@@ -39,7 +41,7 @@ func SessionKey(channel, user string) string {
 	if user == "" {
 		user = "default"
 	}
-	return strings.TrimSuffix(session.FileName(channel+"_"+user), ".jsonl")
+	return channel + ":" + user
 }
 
 // SessionPath is the session file of channel and user under dir.
