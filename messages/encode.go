@@ -2,7 +2,6 @@ package messages
 
 import (
 	"fmt"
-	"time"
 	"unicode/utf8"
 )
 
@@ -28,7 +27,7 @@ func appendMessage(dst []byte, m Message) ([]byte, error) {
 	if !m.Time.IsZero() {
 		dst = dst[:len(dst)-1]
 		dst = append(dst, `,"timestamp":"`...)
-		dst = m.Time.AppendFormat(dst, time.RFC3339Nano)
+		dst = appendTime(dst, m.Time)
 		dst = append(dst, `"}`...)
 	}
 	skip := knownKeys

@@ -89,16 +89,17 @@ func TestMessageJSONRoundTrip(t *testing.T) {
 }
 
 // A message keeps what loom does not model: nanobot's naive timestamp reads
-// as UTC, unknown keys come back in key order, compacted, and an unreadable
-// timestamp is kept as it was.
+// as UTC and is written back as it came, without a zone (it is nanobot's
+// local time, not UTC); unknown keys come back in key order, compacted, and
+// an unreadable timestamp is kept as it was.
 func TestMessageExtraRoundTrip(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{`{"role":"user","content":"hi","timestamp":"2026-03-01T10:15:30.123456"}`,
-			`{"role":"user","content":"hi","timestamp":"2026-03-01T10:15:30.123456Z"}`},
+			`{"role":"user","content":"hi","timestamp":"2026-03-01T10:15:30.123456"}`},
 		{`{"role":"user","content":"hi","timestamp":"2026-03-01T10:15:30+02:00"}`,
 			`{"role":"user","content":"hi","timestamp":"2026-03-01T10:15:30+02:00"}`},
 		{`{"zeta": {"a": [1, 2]}, "role":"assistant","content":"x","thinking_blocks":[{"type":"thinking"}],"timestamp":"2026-03-01 10:15:30"}`,
-			`{"role":"assistant","content":"x","timestamp":"2026-03-01T10:15:30Z","thinking_blocks":[{"type":"thinking"}],"zeta":{"a":[1,2]}}`},
+			`{"role":"assistant","content":"x","timestamp":"2026-03-01 10:15:30","thinking_blocks":[{"type":"thinking"}],"zeta":{"a":[1,2]}}`},
 		{`{"role":"user","content":"x","timestamp":1700000000}`,
 			`{"role":"user","content":"x","timestamp":1700000000}`},
 		{`{"role":"user","content":"x","timestamp":null}`,

@@ -166,7 +166,7 @@ func CheckHistoryFile(path string, st fs.FileInfo) error {
 // (JSONL) or as one JSON array, told apart by the first non-blank byte.
 // JSONL may open with a session metadata record (loom's and nanobot's
 // session files do); it is returned in Meta. Every message must have the
-// role user, assistant or tool. A "timestamp" without a zone is UTC, and
+// role user, assistant or tool. A "timestamp" without a zone counts as UTC (and is written back without one), and
 // keys loom does not know are kept in each message's Extra. Both forms are
 // decoded as they stream, and at most opts.MaxHistoryBytes are read; errors
 // name the line.

@@ -29,7 +29,7 @@ func TestReadHistoryJSONL(t *testing.T) {
 	if err := WriteJSONL(&out, msgs); err != nil {
 		t.Fatal(err)
 	}
-	want := `{"role":"user","content":"hi","timestamp":"2026-03-01T10:00:00Z"}` + "\n" +
+	want := `{"role":"user","content":"hi","timestamp":"2026-03-01T10:00:00"}` + "\n" +
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"read","arguments":"{\"p\":1}"}}],"reasoning_content":"think"}` + "\n" +
 		`{"role":"tool","content":[{"type":"text","text":"ok"}],"tool_call_id":"c1","name":"read"}` + "\n" +
 		`{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}},{"type":"text","text":"see"}]}` + "\n"

@@ -45,7 +45,8 @@ type Message struct {
 	Reasoning  string
 	// Time is when the message was said; zero when unknown. Its JSON key
 	// is "timestamp": RFC 3339 on write; a time without a zone (as nanobot
-	// writes it) reads as UTC.
+	// writes it: its machine's local time) counts as UTC and is written
+	// back without a zone, as it came.
 	Time time.Time
 	// Extra holds the JSON keys loom does not model, with their values as
 	// they came, so a message from nanobot, a gateway client or another
@@ -281,8 +282,20 @@ func (c *Content) unmarshal(raw json.RawMessage) error {
 }
 
 // timestampLayouts are the forms a message time is read in: RFC 3339, and
-// Python's isoformat() without a zone, which is read as UTC.
+// Python's isoformat() without a zone (what nanobot writes: its machine's
+// local time, zone unsaid), which is read in zoneless.
 var timestampLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999"}
+
+// zoneless is the location of a time that was written without a zone. It
+// counts as UTC wherever times are compared, but is written back as it
+// came, without a zone (see appendTime), so that cleaning or rewriting a
+// nanobot session does not relabel its local times as UTC.
+// zonelessSpaced is zoneless for a time written with a space between date
+// and time (Python's str()), written back the same way.
+var (
+	zoneless       = time.FixedZone("", 0)
+	zonelessSpaced = time.FixedZone(" ", 0)
+)
 
 func parseTimestamp(raw json.RawMessage) (time.Time, bool) {
 	var s string
@@ -292,12 +305,37 @@ func parseTimestamp(raw json.RawMessage) (time.Time, bool) {
 	if json.Unmarshal(raw, &s) != nil {
 		return time.Time{}, false
 	}
-	for _, layout := range timestampLayouts {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, true
-		}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, true
+	}
+	if t, err := time.ParseInLocation(timestampLayouts[1], s, zoneless); err == nil {
+		return t, true
+	}
+	if t, err := time.ParseInLocation(timestampLayouts[2], s, zonelessSpaced); err == nil {
+		return t, true
 	}
 	return time.Time{}, false
+}
+
+// appendTime writes t as a message's timestamp: RFC 3339, or, for a time
+// read without a zone, as Python's isoformat() writes it (no zone, and
+// microseconds only when there are any; nanoseconds when there are more).
+func appendTime(dst []byte, t time.Time) []byte {
+	switch t.Location() {
+	case zoneless:
+		dst = t.AppendFormat(dst, "2006-01-02T15:04:05")
+	case zonelessSpaced:
+		dst = t.AppendFormat(dst, "2006-01-02 15:04:05")
+	default:
+		return t.AppendFormat(dst, time.RFC3339Nano)
+	}
+	switch ns := t.Nanosecond(); {
+	case ns%1000 != 0: // not Python's, but nothing is lost
+		dst = fmt.Appendf(dst, ".%09d", ns)
+	case ns != 0:
+		dst = fmt.Appendf(dst, ".%06d", ns/1000)
+	}
+	return dst
 }
 
 func (p wirePart) part() (Part, error) {

@@ -74,14 +74,21 @@ func TestCleanSessionFileAndFolder(t *testing.T) {
 	p := filepath.Join(dir, "cli_ana.jsonl")
 	os.WriteFile(p, []byte(`{"_type":"metadata","key":"cli:ana","created_at":"2026-03-01T10:00:00","last_consolidated":0}
 {"role":"user","content":"hi","timestamp":"2026-03-01T10:00:01"}
-{"role":"assistant","content":"yo","timestamp":"2026-03-01T10:00:02","loom_cut":"interrupted"}
+{"role":"assistant","content":"yo","timestamp":"2026-03-01T10:00:02.000250","loom_cut":"interrupted"}
+{"role":"user","content":"later","timestamp":"2026-03-01 11:00:00.5"}
+{"role":"assistant","content":"ok","timestamp":"2026-03-01T11:00:01+02:00"}
 `), 0o600)
 	out, _, err := run(t, "", "clean", p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"role":"user","content":"hi","timestamp":"2026-03-01T10:00:01Z"}` + "\n" +
-		`{"role":"assistant","content":"yo","timestamp":"2026-03-01T10:00:02Z","loom_cut":"interrupted"}` + "\n"
+	// nanobot's timestamps have no zone (its machine's local time): they
+	// are written back without one, as nanobot wrote them, never relabelled
+	// as UTC; a time with a zone keeps it.
+	want := `{"role":"user","content":"hi","timestamp":"2026-03-01T10:00:01"}` + "\n" +
+		`{"role":"assistant","content":"yo","timestamp":"2026-03-01T10:00:02.000250","loom_cut":"interrupted"}` + "\n" +
+		`{"role":"user","content":"later","timestamp":"2026-03-01 11:00:00.500000"}` + "\n" +
+		`{"role":"assistant","content":"ok","timestamp":"2026-03-01T11:00:01+02:00"}` + "\n"
 	if out != want {
 		t.Errorf("got\n%s\nwant\n%s", out, want)
 	}
