@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -293,8 +294,8 @@ var timestampLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999
 // zonelessSpaced is zoneless for a time written with a space between date
 // and time (Python's str()), written back the same way.
 var (
-	zoneless       = time.FixedZone("", 0)
-	zonelessSpaced = time.FixedZone(" ", 0)
+	zoneless       = sync.OnceValue(func() *time.Location { return time.FixedZone("", 0) })
+	zonelessSpaced = sync.OnceValue(func() *time.Location { return time.FixedZone(" ", 0) })
 )
 
 func parseTimestamp(raw json.RawMessage) (time.Time, bool) {
@@ -308,10 +309,10 @@ func parseTimestamp(raw json.RawMessage) (time.Time, bool) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, true
 	}
-	if t, err := time.ParseInLocation(timestampLayouts[1], s, zoneless); err == nil {
+	if t, err := time.ParseInLocation(timestampLayouts[1], s, zoneless()); err == nil {
 		return t, true
 	}
-	if t, err := time.ParseInLocation(timestampLayouts[2], s, zonelessSpaced); err == nil {
+	if t, err := time.ParseInLocation(timestampLayouts[2], s, zonelessSpaced()); err == nil {
 		return t, true
 	}
 	return time.Time{}, false
@@ -322,9 +323,9 @@ func parseTimestamp(raw json.RawMessage) (time.Time, bool) {
 // microseconds only when there are any; nanoseconds when there are more).
 func appendTime(dst []byte, t time.Time) []byte {
 	switch t.Location() {
-	case zoneless:
+	case zoneless():
 		dst = t.AppendFormat(dst, "2006-01-02T15:04:05")
-	case zonelessSpaced:
+	case zonelessSpaced():
 		dst = t.AppendFormat(dst, "2006-01-02 15:04:05")
 	default:
 		return t.AppendFormat(dst, time.RFC3339Nano)
