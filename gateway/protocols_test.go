@@ -1,0 +1,148 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loomctx/loom/gateway"
+	"github.com/loomctx/loom/server"
+)
+
+// On the gateway's paths, the server's own errors (an unknown route or
+// workspace, a missing token) come in the protocol's shape, naming what
+// is served; elsewhere they stay problem JSON.
+func TestErrorsInTheProtocolsShape(t *testing.T) {
+	t.Setenv("LOOM_ALLOWED_ENDPOINTS", "127.0.0.1")
+	root := t.TempDir()
+	up := newUpstream(t)
+	for _, name := range []string{"beta", "alpha"} {
+		dir := writeWorkspace(t, up.URL, "")
+		if err := os.Rename(dir, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := server.New(server.Options{Root: root, Tokens: []string{"server-token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateway.Mount(s, gateway.Options{})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { ts.Close(); s.Close() })
+
+	do := func(method, path string, headers ...string) (int, string, map[string]any) {
+		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(`{"model":"m","max_tokens":5,"input":"hi","messages":[{"role":"user","content":"hi"}]}`))
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		json.NewDecoder(res.Body).Decode(&body)
+		res.Body.Close()
+		return res.StatusCode, res.Header.Get("Content-Type"), body
+	}
+	bearer := []string{"Authorization", "Bearer server-token"}
+	openaiErr := func(msg string) map[string]any {
+		return map[string]any{"error": map[string]any{"message": msg, "type": "not_found_error", "param": nil, "code": "workspace_not_found"}}
+	}
+	anthropicErr := func(typ, msg string) map[string]any {
+		return map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
+	}
+	for _, tt := range []struct {
+		method, path string
+		headers      []string
+		status       int
+		want         map[string]any
+	}{
+		{"POST", "/v1/workspaces/nope/chat/completions", bearer, 404, openaiErr(`no workspace named "nope"; served: alpha, beta`)},
+		{"POST", "/v1/workspaces/nope/responses", bearer, 404, openaiErr(`no workspace named "nope"; served: alpha, beta`)},
+		{"GET", "/v1/workspaces/nope/models", bearer, 404, openaiErr(`no workspace named "nope"; served: alpha, beta`)},
+		{"POST", "/v1/responses", bearer, 404, openaiErr(`no default workspace: this server serves a root of workspaces; use /v1/workspaces/{ws}/responses; served: alpha, beta`)},
+		{"POST", "/v1/workspaces/nope/v1/messages", []string{"X-Api-Key", "server-token", "Anthropic-Version", "2023-06-01"}, 404,
+			anthropicErr("not_found_error", `no workspace named "nope"; served: alpha, beta`)},
+		{"POST", "/v1/messages", []string{"X-Api-Key", "wrong", "Anthropic-Version", "2023-06-01"}, 401,
+			anthropicErr("authentication_error", "a valid bearer token is required")},
+		{"POST", "/v1/embeddings", bearer, 404, map[string]any{"error": map[string]any{"message": "no route for POST /v1/embeddings",
+			"type": "not_found_error", "param": nil, "code": "not_found"}}},
+	} {
+		status, ctype, body := do(tt.method, tt.path, tt.headers...)
+		got, _ := json.Marshal(body)
+		want, _ := json.Marshal(tt.want)
+		if status != tt.status || ctype != "application/json" || string(got) != string(want) {
+			t.Errorf("%s %s: %d %s %s\nwant %d %s", tt.method, tt.path, status, ctype, got, tt.status, want)
+		}
+	}
+	// loom's own API keeps problem JSON.
+	if status, ctype, body := do("POST", "/v1/workspaces/nope/render", bearer...); status != 404 || ctype != "application/problem+json" || body["code"] != "workspace_not_found" {
+		t.Errorf("render on an unknown workspace: %d %s %v", status, ctype, body)
+	}
+	// x-api-key is the server's token for an Anthropic client.
+	if status, _, body := do("GET", "/v1/workspaces/alpha/v1/models", "X-Api-Key", "server-token", "Anthropic-Version", "2023-06-01"); status != 200 || body["has_more"] != false {
+		t.Errorf("models with x-api-key: %d %v", status, body)
+	}
+}
+
+// store: false keeps nothing: no session, and previous_response_id to it
+// is unknown.
+func TestResponsesStoreFalse(t *testing.T) {
+	e := setup(t, "")
+	res := e.post(t, "/v1/responses", map[string]any{"model": "m", "input": "hi", "store": false}, "X-Loom-Session", "nostore")
+	var out map[string]any
+	json.Unmarshal([]byte(readAll(t, res)), &out)
+	if res.StatusCode != 200 || out["store"] != false || out["status"] != "completed" {
+		t.Fatalf("%d %v", res.StatusCode, out)
+	}
+	res = e.post(t, "/v1/responses", map[string]any{"model": "m", "input": "again", "previous_response_id": out["id"]})
+	body := readAll(t, res)
+	if res.StatusCode != 404 || !strings.Contains(body, "previous_response_id") {
+		t.Errorf("previous_response_id of an unstored response: %d %s", res.StatusCode, body)
+	}
+	r, _ := http.Get(e.base + "/v1/workspaces/default/sessions/nostore/messages")
+	var hist server.SessionMessages
+	json.NewDecoder(r.Body).Decode(&hist)
+	r.Body.Close()
+	if len(hist.Messages) != 0 {
+		t.Errorf("store: false kept %d messages", len(hist.Messages))
+	}
+}
+
+// GET /v1/models: OpenAI's list, or Anthropic's when anthropic-version is
+// sent; the configured model first, then the aliases.
+func TestModels(t *testing.T) {
+	e := setup(t, "gateway:\n  models:\n    claude-sonnet-4-5: fake-model\n    gpt-4.1: {}\n")
+	get := func(headers ...string) map[string]any {
+		req, _ := http.NewRequest("GET", e.base+"/v1/models", nil)
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]any
+		json.NewDecoder(res.Body).Decode(&out)
+		res.Body.Close()
+		return out
+	}
+	ids := func(out map[string]any) []string {
+		var ids []string
+		data, _ := out["data"].([]any)
+		for _, m := range data {
+			ids = append(ids, m.(map[string]any)["id"].(string))
+		}
+		return ids
+	}
+	if out := get(); out["object"] != "list" || strings.Join(ids(out), ",") != "fake-model,claude-sonnet-4-5,gpt-4.1" {
+		t.Errorf("OpenAI list: %v", out)
+	}
+	if out := get("Anthropic-Version", "2023-06-01"); out["has_more"] != false || out["first_id"] != "fake-model" || strings.Join(ids(out), ",") != "fake-model,claude-sonnet-4-5,gpt-4.1" {
+		t.Errorf("Anthropic list: %v", out)
+	}
+}
