@@ -184,6 +184,7 @@ type Renderer struct {
 	hasBudget  bool
 	skipCounts bool
 	cache      *Cache
+	tune       tuning
 }
 
 // Option configures a [Renderer].
@@ -210,7 +211,7 @@ func WithTail(entries []Entry) Option { return func(r *Renderer) { r.tail = entr
 
 // NewRenderer returns a renderer with the given options.
 func NewRenderer(opts ...Option) *Renderer {
-	r := &Renderer{}
+	r := &Renderer{tune: defaultTuning}
 	for _, o := range opts {
 		o(r)
 	}
@@ -349,12 +350,12 @@ func (rd *Renderer) passSized(n Node, p *plan, lean, sizing bool, track *listTra
 	}
 	var stands []stand
 	if sizing {
-		sz := sizer{r: &r}
+		sz := sizer{r: &r, standMin: rd.tune.standMin}
 		r.sizer = &sz
 		*buf = sz.node((*buf)[:0], n)
 		stands = sz.stands
-		if debugStands != nil {
-			debugStands(len(stands))
+		if rd.tune.onStands != nil {
+			rd.tune.onStands(len(stands))
 		}
 	} else {
 		*buf = r.renderNode((*buf)[:0], n)
@@ -381,17 +382,10 @@ func (rd *Renderer) passSized(n Node, p *plan, lean, sizing bool, track *listTra
 // largest scopes (a memory store's, a skills catalogue) are then counted
 // from their cached counts without copying megabytes of text.
 type sizer struct {
-	r      *renderer
-	stands []stand
+	r        *renderer
+	stands   []stand
+	standMin int // see tuning
 }
-
-// standMin is the shortest text written as a stand-in: below it, copying
-// the text costs less than finding its cuts. Tests lower it.
-var standMin = 4 << 10
-
-// debugStands, when set by a test, is told how many stand-ins each sizing
-// pass wrote.
-var debugStands func(n int)
 
 func (sz *sizer) node(buf []byte, n Node) []byte {
 	r := sz.r
@@ -436,7 +430,7 @@ func (sz *sizer) standIn(buf []byte, s *Scope) ([]byte, bool) {
 	ck := cacheKey{s: s, sep: r.sep, inXML: r.inXML, depth: r.depth, lineStart: len(buf) == 0 || buf[len(buf)-1] == '\n'}
 	drops := p.dropsIn(idx)
 	c := r.cache.get(ck, drops)
-	if c == nil || drops == nil && len(c.recs) != p.scopes[idx].size+1 || c.recs[0].tokens < 0 || len(c.text) < standMin {
+	if c == nil || drops == nil && len(c.recs) != p.scopes[idx].size+1 || c.recs[0].tokens < 0 || len(c.text) < sz.standMin {
 		return buf, false
 	}
 	t := c.text
@@ -617,8 +611,8 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 		if a, ok := tries[k]; ok {
 			return a, nil
 		}
-		if debugTries != nil {
-			debugTries(k)
+		if rd.tune.onTry != nil {
+			rd.tune.onTry(k)
 		}
 		p.setCut(k)
 		a, err := sr.render()
@@ -838,11 +832,27 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 // small dropped scopes and a few tokens left could take thousands.
 const fillRounds = 64
 
-// sizeAfter is the number of fill rounds after which its passes size,
-// and probeAfter the number after which it probes (see prober): a
-// tracking pass costs a few passes, and saves one per list item it rules
-// out.
-var sizeAfter, probeAfter = 4, 8
+// tuning holds the search's thresholds, and observers a test may set
+// (through options of export_test.go); a Renderer starts with
+// defaultTuning.
+type tuning struct {
+	// standMin is the shortest text written as a stand-in: below it,
+	// copying the text costs less than finding its cuts.
+	standMin int
+	// sizeAfter is the number of fill rounds after which its passes size,
+	// and probeAfter the number after which it probes (see prober): a
+	// tracking pass costs a few passes, and saves one per list item it
+	// rules out.
+	sizeAfter, probeAfter int
+	// onTry is told of every cut the search renders (-1 for a fill's
+	// pass), onStands how many stand-ins each sizing pass wrote, and
+	// onProbed of every scope a probe ruled out, with the size it gave.
+	onTry    func(k int)
+	onStands func(n int)
+	onProbed func(idx, size int, exact bool)
+}
+
+var defaultTuning = tuning{standMin: 4 << 10, sizeAfter: 4, probeAfter: 8}
 
 // fillSlack is how many tokens joining a scope back into the text may save
 // against its own count; a scope costing more than the room left plus this
@@ -872,8 +882,8 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	covered := p.covered
 	ownCost := func(d int) int { return p.ownCost(d, cost) }
 	render := func() (attempt, error) {
-		if debugTries != nil {
-			debugTries(-1)
+		if rd.tune.onTry != nil {
+			rd.tune.onTry(-1)
 		}
 		return sr.render()
 	}
@@ -935,7 +945,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		// one with little room left, each with a pass that is wanted only
 		// for its count: from here its passes size (see passSized), and
 		// the answer is rendered again at the end.
-		sr.sizing = round >= sizeAfter
+		sr.sizing = round >= rd.tune.sizeAfter
 		room := budget - cur.tokens
 		if stale {
 			freed = p.newFreed(rd.counter) // the drops are cur's
@@ -959,7 +969,7 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 		}
 		// A long fill rules out, from one more pass, every list item that
 		// does not fit by what keeping it adds exactly.
-		if round >= probeAfter && !probed {
+		if round >= rd.tune.probeAfter && !probed {
 			probes, probed = sr.newProber(cur, covered), true
 			// It may rule out thousands: room for them at once.
 			need := make(map[int]int, len(p.need)+len(pool))
@@ -1002,8 +1012,8 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 					size -= freed.of(d)
 				}
 				if size > budget {
-					if debugProbed != nil {
-						debugProbed(d, size, pr.exact)
+					if rd.tune.onProbed != nil {
+						rd.tune.onProbed(d, size, pr.exact)
 					}
 					reject(d, size, pr.exact)
 					continue
@@ -1129,13 +1139,6 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	}
 	return cur, nil
 }
-
-// debugProbed, when set by a test, is told of every scope a probe ruled
-// out, with the size it gave.
-var debugProbed func(idx, size int, exact bool)
-
-// debugTries, when set by a test, is told of every cut the search renders.
-var debugTries func(k int)
 
 // noSources is the sources of a scope that has none: empty, not nil, so
 // that JSON shows [].

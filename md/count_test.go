@@ -141,10 +141,8 @@ func TestComposedCountsAreExact(t *testing.T) {
 // large enough to stand in, and trees wrapped in layouts that reshape
 // their text (which must not stand in).
 func TestSizingPassCountsExactly(t *testing.T) {
-	defer md.SetStandMin(1)()
 	stood := 0
-	md.SetDebugStands(func(n int) { stood += n })
-	defer md.SetDebugStands(nil)
+	sizing := []md.Option{md.WithStandMin(1), md.WithOnStands(func(n int) { stood += n })}
 	exact, raw, whole := o200k(t)
 	cache := md.NewCache()
 	for seed := range uint64(400) {
@@ -162,7 +160,7 @@ func TestSizingPassCountsExactly(t *testing.T) {
 		for _, budget := range []int{max(full-1, 1), full, full + 1, 1 + rng.IntN(full+3)} {
 			want, err1 := md.NewRenderer(md.WithCounter(whole), md.WithBudget(budget)).Render(tree)
 			for again := range 2 { // the second finds every scope cached
-				res, err2 := md.NewRenderer(md.WithCounter(exact), md.WithBudget(budget), md.WithCache(cache)).Render(tree)
+				res, err2 := md.NewRenderer(append(sizing, md.WithCounter(exact), md.WithBudget(budget), md.WithCache(cache))...).Render(tree)
 				if (err1 == nil) != (err2 == nil) || res.Text != want.Text {
 					t.Fatalf("seed %d budget %d (%d): text differs\n%q\n%q", seed, budget, again, res.Text, want.Text)
 				}

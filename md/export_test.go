@@ -9,23 +9,23 @@ func RenderDropping(n Node, c Counter, drop map[string]bool) string {
 	for i, si := range p.scopes {
 		p.drop[i] = drop[si.s.Name]
 	}
-	text, _, _ := (&Renderer{counter: c}).pass(n, p)
+	text, _, _ := (&Renderer{counter: c, tune: defaultTuning}).pass(n, p)
 	return text
 }
 
-// SetDebugTries sets a hook told of every cut the budget search renders.
-func SetDebugTries(fn func(k int)) { debugTries = fn }
+// WithStandMin sets the shortest text a sizing pass writes as a
+// stand-in, and WithOnStands an observer told how many each wrote.
+func WithStandMin(n int) Option          { return func(r *Renderer) { r.tune.standMin = n } }
+func WithOnStands(fn func(n int)) Option { return func(r *Renderer) { r.tune.onStands = fn } }
 
-// SetStandMin sets the shortest text a sizing pass writes as a stand-in,
-// returning a function that restores it.
-func SetStandMin(n int) (restore func()) {
-	old := standMin
-	standMin = n
-	return func() { standMin = old }
+// WithSizeAfter sets the fill round from which passes size and probes run,
+// and WithOnProbed an observer told of every scope a probe ruled out.
+func WithSizeAfter(n int) Option {
+	return func(r *Renderer) { r.tune.sizeAfter, r.tune.probeAfter = n, n }
 }
-
-// SetDebugStands sets a hook told how many stand-ins each sizing pass wrote.
-func SetDebugStands(fn func(n int)) { debugStands = fn }
+func WithOnProbed(fn func(idx, size int, exact bool)) Option {
+	return func(r *Renderer) { r.tune.onProbed = fn }
+}
 
 // LeanRecordsDiffer renders n with the prioritised scopes dropped that
 // dropA picks (asked once per such scope, in plan order) over cache; then lean (which finds
@@ -43,7 +43,7 @@ func LeanRecordsDiffer(n Node, c Counter, cache *Cache, dropA, dropB func(name s
 		return drops
 	}
 	render := func(cache *Cache, drops []bool, lean bool) (string, []rec) {
-		rd := &Renderer{counter: c, cache: cache, hasBudget: true}
+		rd := &Renderer{counter: c, cache: cache, hasBudget: true, tune: defaultTuning}
 		p := newPlan(n, cache)
 		copy(p.drop, drops)
 		buf, recs, blocks, err := rd.passBuf(n, p, lean)
@@ -75,14 +75,3 @@ func LeanRecordsDiffer(n Node, c Counter, cache *Cache, dropA, dropB func(name s
 	}
 	return ""
 }
-
-// SetSizeAfter sets the fill round from which passes size and probes run,
-// returning a function that restores them.
-func SetSizeAfter(n int) (restore func()) {
-	oldSize, oldProbe := sizeAfter, probeAfter
-	sizeAfter, probeAfter = n, n
-	return func() { sizeAfter, probeAfter = oldSize, oldProbe }
-}
-
-// SetDebugProbed sets a hook told of every scope a probe ruled out.
-func SetDebugProbed(fn func(idx, size int, exact bool)) { debugProbed = fn }

@@ -297,26 +297,24 @@ func TestBudgetIsMaximalWithAnExactEncoding(t *testing.T) {
 // they rule out, without a pass, must not fit when rendered, and the size
 // they report for it is over the budget.
 func TestBudgetIsMaximalWithProbes(t *testing.T) {
-	defer md.SetSizeAfter(0)()
 	probed, exact := 0, 0
-	md.SetDebugProbed(func(_, _ int, isExact bool) {
+	probes := []md.Option{md.WithSizeAfter(0), md.WithOnProbed(func(_, _ int, isExact bool) {
 		probed++
 		if isExact {
 			exact++
 		}
-	})
-	defer md.SetDebugProbed(nil)
-	testBudgetIsMaximal(t, false)
+	})}
+	testBudgetIsMaximal(t, false, probes...)
 	// Again over a cache, rendering each tree twice: the second render's
 	// tracking passes take what the first's saw from the cache.
-	testBudgetIsMaximal(t, true)
+	testBudgetIsMaximal(t, true, probes...)
 	if probed == 0 || exact == 0 {
 		t.Fatalf("probes ruled out %d scopes (%d of them exactly): the test no longer covers them", probed, exact)
 	}
 	t.Logf("probes ruled out %d scopes, %d exactly", probed, exact)
 }
 
-func testBudgetIsMaximal(t *testing.T, cached bool) {
+func testBudgetIsMaximal(t *testing.T, cached bool, extra ...md.Option) {
 	c, err := tokens.Uncached(tokens.O200kBase)
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +330,7 @@ func testBudgetIsMaximal(t *testing.T, cached bool) {
 		tree := memoryTree(rng)
 		full := c.Count(md.String(tree))
 		budget := 1 + rng.IntN(full+3)
-		opts := []md.Option{md.WithCounter(exact), md.WithBudget(budget)}
+		opts := append([]md.Option{md.WithCounter(exact), md.WithBudget(budget)}, extra...)
 		if cached {
 			opts = append(opts, md.WithCache(md.NewCache()))
 		}
