@@ -38,6 +38,40 @@
 // with its tokens, status and reason: nothing is dropped in silence. Its lines
 // ([Report.Sections]) are made the first time they are asked for.
 //
+// # Pipeline
+//
+// A render is one or more passes over the tree. A pass walks it once,
+// appending to one buffer, and keeps a record per scope (its text, where it
+// began, its count) for the report and the counts. With a [Cache], a scope
+// rendered before in the same context is copied from the cache with its
+// records instead of walked, and a scope's count is composed from the
+// counts of the scopes inside it where the encoding allows ([Additive]):
+// a re-render after one file changed walks and counts little more than that
+// file. Without a budget a render is that one pass.
+//
+// With a budget, [Renderer.Render] runs these steps:
+//
+//   - plan: list the scopes in document order and the prioritised ones in
+//     drop order; a plan marks which are dropped for the next pass.
+//   - size: the first pass drops nothing and gives every scope's cost. (A
+//     sizing pass writes large cached scopes as short stand-ins, as only
+//     the count is wanted.)
+//   - cut: guess how many scopes of the drop order must go from the costs,
+//     render that cut, then gallop and bisect to the smallest cut that fits
+//     whose one-shorter neighbour does not. The last scope dropped is cut
+//     at a line instead when it is truncatable and that fits.
+//   - fill: give back the dropped scopes that still fit, highest priority
+//     first, in batches that are rendered and, when over, bisected to the
+//     longest prefix that fits; a scope that did not fit is retried when
+//     the room grows or its notice can shrink.
+//   - probe: in a long fill, one tracking pass tells exactly what keeping
+//     each list item would add, which rules most items out without a pass.
+//   - report: the answer's records become the [Report] lines when first
+//     asked for.
+//
+// Every answer is checked in the tests against a plain reference solver on
+// random trees: a pass per candidate drop set, counted whole.
+//
 // # Where loom differs from nao's renderer
 //
 // nao renders JSX to Markdown with a small recursive function. loom keeps its
