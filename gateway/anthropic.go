@@ -220,7 +220,8 @@ func wireCalls(calls []messages.ToolCall, indexed bool) []map[string]any {
 
 // forwardAnthropic sends the translated request and writes the reply back
 // as a chat completion, or as its chunks when the client streams.
-func (g *Gateway) forwardAnthropic(w http.ResponseWriter, r *http.Request, ws *server.Workspace, st *upstream, q *request, b *built) {
+func (g *Gateway) forwardAnthropic(w http.ResponseWriter, r *http.Request, st *upstream, q *request, t *turn) {
+	b := t.built
 	call, err := translate(q, b.msgs)
 	if err != nil {
 		var fe *fieldError
@@ -275,12 +276,16 @@ func (g *Gateway) forwardAnthropic(w http.ResponseWriter, r *http.Request, ws *s
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
 		enc.Encode(out)
+		rep.text, rep.calls = []byte(resp.Content), resp.ToolCalls
+		// The completion goes out once the turn is stored.
+		if err := t.record(r.Context(), rep.sessionReply()); err != nil {
+			g.failure(w, r, frontOpenAI, err)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 		w.WriteHeader(http.StatusOK)
 		w.Write(buf.Bytes())
-		rep.text, rep.calls = []byte(resp.Content), resp.ToolCalls
-		g.save(r, ws, st, q, rep)
 		return
 	}
 
@@ -331,7 +336,7 @@ func (g *Gateway) forwardAnthropic(w http.ResponseWriter, r *http.Request, ws *s
 	})
 	rep.text, rep.calls = []byte(resp.Content), resp.ToolCalls
 	if err != nil {
-		if !started { // nothing reached the client: answer the error, save nothing
+		if !started { // nothing reached the client: answer the error, store nothing
 			if r.Context().Err() == nil {
 				g.upstreamFailed(w, r, st, err, ck)
 			}
@@ -342,7 +347,9 @@ func (g *Gateway) forwardAnthropic(w http.ResponseWriter, r *http.Request, ws *s
 			rc.Flush()
 			rep.cut = "upstream stream broke: " + redact.String(err.Error())
 		}
-		g.save(r, ws, st, q, rep)
+		if err := t.record(r.Context(), rep.sessionReply()); err != nil {
+			g.log.Warn("gateway: turn not stored", "request_id", server.RequestID(r), "session", q.key, "err", err)
+		}
 		return
 	}
 	if len(resp.ToolCalls) > 0 {
@@ -356,14 +363,21 @@ func (g *Gateway) forwardAnthropic(w http.ResponseWriter, r *http.Request, ws *s
 		line = append(line, "}\n\n"...)
 		w.Write(line)
 	}
+	if gone {
+		rep.cut = "client disconnected"
+	}
+	// [DONE] acknowledges the turn: it goes out once the turn is stored.
+	if err := t.record(r.Context(), rep.sessionReply()); err != nil {
+		g.log.Warn("gateway: turn not stored", "request_id", server.RequestID(r), "session", q.key, "err", err)
+		if !gone {
+			streamFailure(w, err)
+		}
+		return
+	}
 	if !gone {
 		w.Write([]byte("data: [DONE]\n\n"))
 		rc.Flush()
 	}
-	if gone {
-		rep.cut = "client disconnected"
-	}
-	g.save(r, ws, st, q, rep)
 }
 
 // upstreamFailed answers for an Anthropic upstream's error in OpenAI's

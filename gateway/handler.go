@@ -3,7 +3,6 @@ package gateway
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,8 +20,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/loomctx/loom/internal/redact"
-	"github.com/loomctx/loom/llm/consolidate"
-	"github.com/loomctx/loom/llm/extract"
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
@@ -51,9 +48,6 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	reports map[string]*LastReport
-	queues  map[string]*saveQueue // sessions with turns not saved yet
-	room    *sync.Cond            // on mu: a save queue has room
-	bg      sync.WaitGroup
 	sys     [sysRing]*sysEntry // the last system prompts made
 	sysNext int
 	ups     map[*server.Workspace]*upstream // per workspace, for its current loom.yaml
@@ -69,7 +63,7 @@ type LastReport struct {
 	Build   messages.Report `json:"build"`
 }
 
-// Mount adds the gateway's routes to s and its drain to s's shutdown.
+// Mount adds the gateway's routes to s.
 func Mount(s *server.Server, opts Options) *Gateway {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -83,9 +77,8 @@ func Mount(s *server.Server, opts Options) *Gateway {
 		// the operator's key to wherever the upstream points.
 		hc = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	g := &Gateway{s: s, log: s.Logger(), hc: hc, opts: opts, reports: map[string]*LastReport{}, queues: map[string]*saveQueue{},
+	g := &Gateway{s: s, log: s.Logger(), hc: hc, opts: opts, reports: map[string]*LastReport{},
 		ups: map[*server.Workspace]*upstream{}}
-	g.room = sync.NewCond(&g.mu)
 	s.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		ws, err := s.Workspace(server.DefaultWorkspace)
 		if err != nil {
@@ -98,29 +91,7 @@ func Mount(s *server.Server, opts Options) *Gateway {
 	s.HandleWorkspace("POST /v1/workspaces/{ws}/chat/completions", g.serve)
 	s.HandleWorkspace("GET /v1/workspaces/{ws}/sessions/{id}/last-report", g.lastReport)
 	g.mountProtocols(s)
-	s.AddDrainer(g.drain)
 	return g
-}
-
-// drain waits for running saves and consolidations, and closes the
-// extraction workers the gateway started, within ctx.
-func (g *Gateway) drain(ctx context.Context) error {
-	g.mu.Lock()
-	for ws, st := range g.ups {
-		if st.ownWorker {
-			g.closeWorker(st.extract)
-		}
-		delete(g.ups, ws)
-	}
-	g.mu.Unlock()
-	done := make(chan struct{})
-	go func() { g.bg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return errors.New("gateway: consolidations still running at the drain deadline")
-	}
 }
 
 func (g *Gateway) lastReport(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
@@ -134,15 +105,12 @@ func (g *Gateway) lastReport(w http.ResponseWriter, r *http.Request, ws *server.
 	server.WriteJSON(w, http.StatusOK, rep)
 }
 
-// request is a decoded chat completions request.
+// request is a decoded chat completions request: its fields as sent, and
+// the turn loom prepares from it.
 type request struct {
-	fields    map[string]json.RawMessage // every field, as sent
-	msgs      []messages.Message         // the client's messages, system ones taken out
-	clientSys []string                   // the client's system and developer messages' text
-	stream    bool
-	user      string // whose memories: user, else metadata.user_id
-	key       string // the session
-	channel   string
+	turnRequest
+	fields map[string]json.RawMessage // every field, as sent
+	stream bool
 }
 
 // field errors name the request field, as OpenAI's do.
@@ -206,6 +174,10 @@ func decode(r *http.Request, body []byte) (*request, error) {
 	}
 	if len(q.user) > 4096 {
 		return nil, ferr("user", "longer than 4096 bytes")
+	}
+	q.id = r.Header.Get("Idempotency-Key")
+	if len(q.id) > 256 {
+		return nil, ferr("Idempotency-Key", "longer than 256 bytes")
 	}
 	q.channel = r.Header.Get("X-Loom-Channel")
 	if q.channel != "" && !plainName(q.channel) {
@@ -360,6 +332,10 @@ func firstOf(s ...string) string {
 }
 
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
+	if err := ws.Ready(r.Context()); err != nil {
+		g.failure(w, r, frontOpenAI, err)
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mb *http.MaxBytesError
@@ -371,14 +347,17 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, ws *server.Works
 	}
 	q, err := decode(r, body)
 	if err != nil {
-		var fe *fieldError
-		errors.As(err, &fe)
-		badRequest(w, fe.param, "%s", fe.msg)
+		g.failure(w, r, frontOpenAI, err)
 		return
 	}
 	eng, err := ws.Engine()
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "upstream_not_configured", "", "%v", err)
+		var p *server.Problem
+		if errors.As(err, &p) && p.Status == http.StatusServiceUnavailable && p.Code != server.CodeStoreUnavailable {
+			writeError(w, http.StatusServiceUnavailable, "server_error", "upstream_not_configured", "", "%v", err)
+			return
+		}
+		g.failure(w, r, frontOpenAI, err)
 		return
 	}
 	st := g.upstreamFor(ws, eng)
@@ -386,25 +365,21 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, ws *server.Works
 		unusable(w, st)
 		return
 	}
-	b, err := g.build(r.Context(), ws, st, q)
-	if err == nil && !st.isAnthro {
-		b.body, err = g.openaiBody(q, b.msgs, b.sys, st.lc.Model)
-	}
+	t, err := g.prepare(r.Context(), ws, st, &q.turnRequest)
 	if err != nil {
-		var fe *fieldError
-		if errors.As(err, &fe) {
-			badRequest(w, fe.param, "%s", fe.msg)
-			return
-		}
-		g.log.Error("gateway: build", "request_id", server.RequestID(r), "err", err)
-		writeError(w, http.StatusInternalServerError, "server_error", "build_failed", "", "loom could not build the request; see the server log for request %s", server.RequestID(r))
+		g.failure(w, r, frontOpenAI, err)
 		return
 	}
+	defer t.release()
 	if st.isAnthro {
-		g.forwardAnthropic(w, r, ws, st, q, b)
+		g.forwardAnthropic(w, r, st, q, t)
 		return
 	}
-	g.forward(w, r, ws, st, q, b)
+	if t.body, err = g.openaiBody(q, t.msgs, t.sys, st.lc.Model); err != nil {
+		g.failure(w, r, frontOpenAI, err)
+		return
+	}
+	g.forward(w, r, st, q, t)
 }
 
 // built is a request ready for the upstream, with what loom reports about it.
@@ -418,12 +393,11 @@ type built struct {
 	brk     string
 }
 
-func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream, q *request) (*built, error) {
-	res, err := ws.Builder.Render(ctx, prompt.Options{Channel: q.channel, User: q.user, ChatID: q.key})
-	var over *md.OverBudgetError
-	if res == nil || (err != nil && !errors.As(err, &over)) {
-		return nil, fmt.Errorf("render: %w", err)
-	}
+// build makes the message list for the upstream from the client's
+// conversation and the rendered prompt: the client's system messages put
+// with loom's as loom.yaml says, the runtime block and skills on the last
+// user message, a tool loop after it kept as it came.
+func (g *Gateway) build(ws *server.Workspace, st *upstream, q *turnRequest, res *prompt.Result) (*built, error) {
 	opts := messages.Options{Counter: st.counter}
 	sys, err := g.systemFor(res, strings.Join(q.clientSys, "\n\n"), st.cfg.Gateway.ClientSystemMode(), st.counter)
 	if err != nil {
@@ -574,7 +548,11 @@ func (p parts) size() int64 {
 	return int64(n)
 }
 
-func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Workspace, st *upstream, q *request, b *built) {
+// forward sends the turn to an OpenAI-compatible upstream and relays the
+// reply: a whole completion once the turn is stored, a stream's chunks as
+// they come and its data: [DONE] once the turn is stored.
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, st *upstream, q *request, t *turn) {
+	b := t.built
 	base, host := st.base, st.host
 	up, err := http.NewRequestWithContext(r.Context(), http.MethodPost, base+"/chat/completions", nil)
 	if err != nil {
@@ -648,10 +626,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Wor
 		relayError(w, resp, sentKeys(st, ck)...)
 		return
 	}
-	var rep reply
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		rep = relayStream(w, r, resp.Body, replyLimit(st))
-	} else {
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		data, err := io.ReadAll(io.LimitReader(resp.Body, replyBodyLimit(st)+1))
 		if int64(len(data)) > replyBodyLimit(st) {
 			h.Del("Content-Type")
@@ -659,17 +634,39 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, ws *server.Wor
 				host, replyBodyLimit(st), replyLimit(st))
 			return
 		}
-		rep.limit = replyLimit(st)
-		h.Set("Content-Length", strconv.Itoa(len(data)))
-		w.WriteHeader(resp.StatusCode)
-		w.Write(data)
+		rep := reply{limit: replyLimit(st)}
 		if err != nil {
 			rep.cut = "upstream reply broke: " + redact.String(err.Error())
 		} else {
-			rep.whole = data // read by the saver, off the reply's path
+			rep.whole = data
 		}
+		// The completion goes out once the turn is stored.
+		if err := t.record(r.Context(), rep.sessionReply()); err != nil {
+			for k := range h {
+				if !strings.HasPrefix(k, "X-Loom-") {
+					delete(h, k)
+				}
+			}
+			g.failure(w, r, frontOpenAI, err)
+			return
+		}
+		h.Set("Content-Length", strconv.Itoa(len(data)))
+		w.WriteHeader(resp.StatusCode)
+		w.Write(data)
+		return
 	}
-	g.save(r, ws, st, q, rep)
+	rep := relayStream(w, r, resp.Body, replyLimit(st))
+	err = t.record(r.Context(), rep.sessionReply())
+	switch {
+	case rep.cut != "":
+		// A stream cut short ends without [DONE]: not acknowledged.
+	case err != nil:
+		g.log.Warn("gateway: turn not stored", "request_id", server.RequestID(r), "session", q.key, "err", err)
+		streamFailure(w, err)
+	default:
+		w.Write([]byte("data: [DONE]\n\n"))
+		http.NewResponseController(w).Flush()
+	}
 }
 
 // loomHeaders sets the X-Loom-* headers of the reply.
@@ -854,25 +851,26 @@ func relayStream(w http.ResponseWriter, r *http.Request, body io.Reader, keep in
 			rep.cut = "upstream stream longer than " + strconv.Itoa(64*keep+1<<20) + " bytes (64 times llm.max_reply_bytes, and 1 MiB)"
 			return rep
 		}
-		if len(line) > 0 {
+		if len(line) > 0 && !done {
+			trimmed := bytes.TrimRight(line, "\r\n")
+			data, isData := bytes.CutPrefix(trimmed, []byte("data:"))
+			if isData && string(bytes.TrimSpace(data)) == "[DONE]" {
+				// Held back: the caller sends it once the turn is stored.
+				done = true
+				continue
+			}
 			if _, werr := w.Write(line); werr != nil {
 				rep.cut = "client disconnected"
 				return rep
 			}
 			dirty = true
-			trimmed := bytes.TrimRight(line, "\r\n")
-			if data, ok := bytes.CutPrefix(trimmed, []byte("data:")); ok {
-				data = bytes.TrimSpace(data)
-				if string(data) == "[DONE]" {
-					done = true
-				} else {
-					rep.events = append(append(rep.events, data...), '\n')
-					if len(rep.events) > parseAt { // a long reply: read it as it goes
-						rep.parse()
-						if rep.over {
-							rc.Flush()
-							return rep
-						}
+			if isData {
+				rep.events = append(append(rep.events, bytes.TrimSpace(data)...), '\n')
+				if len(rep.events) > parseAt { // a long reply: read it as it goes
+					rep.parse()
+					if rep.over {
+						rc.Flush()
+						return rep
 					}
 				}
 			}
@@ -929,162 +927,9 @@ func (rp *reply) add(data []byte) {
 	}
 }
 
-// save appends the new messages and the reply to the session, then
-// submits extraction and starts consolidation when due. It does not
-// depend on the request's context: a cut reply is saved too.
-func (g *Gateway) save(r *http.Request, ws *server.Workspace, st *upstream, q *request, rep reply) {
-	if q.key == "" {
-		return
-	}
-	lastAsst := -1
-	for i, m := range q.msgs {
-		if m.Role == messages.RoleAssistant {
-			lastAsst = i
-		}
-	}
-	now := g.opts.Now().UTC()
-	var saved []messages.Message
-	for _, m := range q.msgs[lastAsst+1:] {
-		if m.Time.IsZero() {
-			m.Time = now
-		}
-		saved = append(saved, m)
-	}
-	// Saving runs after the handler returns, so the client's response ends
-	// as soon as the upstream's does; the server's drain waits for it.
-	g.enqueue(ws, pending{reqID: server.RequestID(r), st: st, q: q, msgs: saved, rep: rep, at: now})
-}
-
-// reply returns the reply as the assistant message to save, if there is
-// one, reading what the relay kept first.
-func (p *pending) reply() (messages.Message, bool) {
-	p.rep.parse()
-	out := messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(string(p.rep.text)), ToolCalls: p.rep.calls, Time: p.at}
-	if p.rep.cut != "" {
-		reason, _ := json.Marshal(p.rep.cut)
-		out.Extra = map[string]json.RawMessage{session.CutKey: reason}
-	}
-	return out, len(p.rep.text) > 0 || len(p.rep.calls) > 0 || p.rep.cut != ""
-}
-
-// pending is one turn waiting to be saved.
-type pending struct {
-	reqID string
-	st    *upstream
-	q     *request
-	msgs  []messages.Message // the client's new messages
-	rep   reply
-	at    time.Time
-}
-
-// saveQueue holds a session's turns not saved yet. One goroutine per
-// session with turns pending saves them in order, all that have gathered
-// in one append: turns arriving faster than the store takes them (many
-// clients on one session) cost one append per batch, not one each.
-type saveQueue struct {
-	items   []pending
-	running bool
-}
-
-// maxPending bounds a session's queue; past it a handler waits for room
-// before it returns.
-const maxPending = 256
-
-func (g *Gateway) enqueue(ws *server.Workspace, p pending) {
-	k := ws.Name + "\x00" + p.q.key
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var sq *saveQueue
-	for {
-		// Looked up again after each wait: the queue may have emptied
-		// and gone meanwhile, and a new one must be the session's only.
-		if sq = g.queues[k]; sq == nil {
-			sq = &saveQueue{}
-			g.queues[k] = sq
-		}
-		if len(sq.items) < maxPending {
-			break
-		}
-		g.room.Wait()
-	}
-	sq.items = append(sq.items, p)
-	if !sq.running {
-		sq.running = true
-		g.bg.Add(1)
-		go g.saveLoop(ws, k, sq)
-	}
-}
-
-func (g *Gateway) saveLoop(ws *server.Workspace, k string, sq *saveQueue) {
-	defer g.bg.Done()
-	for {
-		g.mu.Lock()
-		batch := sq.items
-		sq.items = nil
-		if len(batch) == 0 {
-			sq.running = false
-			delete(g.queues, k)
-			g.mu.Unlock()
-			return
-		}
-		g.room.Broadcast()
-		g.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		g.persist(ctx, ws, batch)
-		cancel()
-	}
-}
-
-// persist appends a session's pending turns, in order, then submits
-// extraction and starts consolidation when due, as the last turn not cut
-// asks (a cut reply gets neither).
-func (g *Gateway) persist(ctx context.Context, ws *server.Workspace, batch []pending) {
-	q, reqID := batch[len(batch)-1].q, batch[len(batch)-1].reqID
-	var all []messages.Message
-	var last *pending
-	for i := range batch {
-		all = append(all, batch[i].msgs...)
-		if m, ok := batch[i].reply(); ok {
-			all = append(all, m)
-		}
-		if batch[i].rep.cut == "" {
-			last = &batch[i]
-		}
-	}
-	store, err := ws.SessionStore(ctx)
-	if err != nil {
-		g.log.Error("gateway: save session", "request_id", reqID, "session", q.key, "err", err)
-		return
-	}
-	if err := store.Append(ctx, q.key, all...); err != nil {
-		g.log.Error("gateway: save session", "request_id", reqID, "session", q.key, "err", err)
-		return
-	}
-	if last == nil || (last.st.extract == nil && last.st.threshold < 0) {
-		return
-	}
-	st, q := last.st, last.q
-	sess, err := store.Load(ctx, q.key)
-	if err != nil {
-		g.log.Error("gateway: load session", "session", q.key, "err", err)
-		return
-	}
-	if st.extract != nil {
-		if err := st.extract.Submit(extract.Job{Chat: q.key, User: q.user, Messages: sess.Messages}); err != nil {
-			g.log.Warn("gateway: extract: "+err.Error(), "session", q.key)
-		}
-	}
-	if st.threshold >= 0 && st.counter != nil {
-		var files consolidate.Files = consolidate.WorkspaceFiles{WS: ws.Door}
-		if pg, ok := store.(*session.PGStore); ok {
-			files = pg.MemoryFiles(q.user) // in the database, stored with the pointer
-		}
-		c := consolidate.New(consolidate.Options{Client: st.client, Files: files, Counter: st.counter,
-			Model: st.lc.ConsolidateModel, Threshold: st.threshold, Logger: g.log})
-		if c.Due(sess.Messages, sess.LastConsolidated) {
-			if _, err := session.Consolidate(context.Background(), store, q.key, c, files, session.ConsolidateOptions{LockWait: -1}); err != nil {
-				g.log.Warn("gateway: consolidate", "session", q.key, "err", err)
-			}
-		}
-	}
+// sessionReply is the reply as the session stores it, reading what the
+// relay kept first.
+func (rp *reply) sessionReply() session.Reply {
+	rp.parse()
+	return session.Reply{Content: string(rp.text), ToolCalls: rp.calls, Cut: rp.cut}
 }

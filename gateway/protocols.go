@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/server"
+	"github.com/loomctx/loom/session"
 )
 
 // The Responses and Messages front ends. Each request is decoded by
@@ -135,6 +137,9 @@ func gatewayPath(r *http.Request) (front, bool) {
 func (g *Gateway) fail(w http.ResponseWriter, f front, status int, code, param, msg string) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	if code == server.CodeStoreUnavailable && h.Get("Retry-After") == "" {
+		h.Set("Retry-After", "1")
+	}
 	var body []byte
 	if f == frontAnthropic {
 		body = protocol.AnthropicError(protocol.AnthropicErrorType(status), msg)
@@ -161,9 +166,18 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, f front) ([]b
 
 // ready returns the workspace's upstream, answering when there is none.
 func (g *Gateway) ready(w http.ResponseWriter, r *http.Request, ws *server.Workspace, f front) (*upstream, bool) {
+	if err := ws.Ready(r.Context()); err != nil {
+		g.failure(w, r, f, err)
+		return nil, false
+	}
 	eng, err := ws.Engine()
 	if err != nil {
-		g.fail(w, f, http.StatusServiceUnavailable, "upstream_not_configured", "", err.Error())
+		var p *server.Problem
+		if errors.As(err, &p) && p.Status == http.StatusServiceUnavailable && p.Code != server.CodeStoreUnavailable {
+			g.fail(w, f, http.StatusServiceUnavailable, "upstream_not_configured", "", err.Error())
+			return nil, false
+		}
+		g.failure(w, r, f, err)
 		return nil, false
 	}
 	st := g.upstreamFor(ws, eng)
@@ -179,32 +193,24 @@ func (g *Gateway) ready(w http.ResponseWriter, r *http.Request, ws *server.Works
 	return st, true
 }
 
-// badTurn answers a request the decoder or the build refused.
-func (g *Gateway) badTurn(w http.ResponseWriter, r *http.Request, f front, err error) {
-	var pe *protocol.FieldError
-	var fe *fieldError
-	switch {
-	case errors.As(err, &pe):
-		g.fail(w, f, http.StatusBadRequest, "invalid_value", pe.Param, err.Error())
-	case errors.As(err, &fe):
-		g.fail(w, f, http.StatusBadRequest, "invalid_value", fe.param, fe.Error())
-	default:
-		g.log.Error("gateway: build", "request_id", server.RequestID(r), "err", err)
-		g.fail(w, f, http.StatusInternalServerError, "build_failed", "", "loom could not build the request; see the server log for request "+server.RequestID(r))
-	}
-}
-
 // turnKey is the Extra key on the first message a turn stores naming the
-// turn (a Responses API response id), so previous_response_id and
-// item_reference find it again.
-const turnKey = "loom_turn"
+// turn (session.TurnKey; for the Responses API the response id), so
+// previous_response_id and item_reference find it again.
+const turnKey = session.TurnKey
 
 // newResponseID makes a response id that carries its session: resp_,
-// the session key in hex, _, and 8 random bytes in hex. Hex has no _, so
-// the session reads back from any id made from it (msg_…, fc_…_N).
-func newResponseID(session string) string {
+// the session key in hex, _, and 8 bytes in hex: random, or the start of
+// the SHA-256 of the client's Idempotency-Key, so that a retry names the
+// same turn and is stored once. Hex has no _, so the session reads back
+// from any id made from it (msg_…, fc_…_N).
+func newResponseID(session, idempotencyKey string) string {
 	var b [8]byte
-	rand.Read(b[:])
+	if idempotencyKey != "" {
+		sum := sha256.Sum256([]byte(idempotencyKey))
+		copy(b[:], sum[:])
+	} else {
+		rand.Read(b[:])
+	}
 	return "resp_" + hex.EncodeToString([]byte(session)) + "_" + hex.EncodeToString(b[:])
 }
 
@@ -435,26 +441,6 @@ func writeJSONBody(w http.ResponseWriter, body []byte) {
 	w.Write(body)
 }
 
-// markTurn names the turn on the first message it stores (those after the
-// client's last assistant message).
-func markTurn(q *request, id string) {
-	first := 0
-	for i, m := range q.msgs {
-		if m.Role == messages.RoleAssistant {
-			first = i + 1
-		}
-	}
-	if first >= len(q.msgs) {
-		return
-	}
-	m := &q.msgs[first]
-	m.Extra = maps.Clone(m.Extra)
-	if m.Extra == nil {
-		m.Extra = map[string]json.RawMessage{}
-	}
-	m.Extra[turnKey], _ = json.Marshal(id)
-}
-
 func (g *Gateway) responses(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
 	const f = frontOpenAI
 	body, ok := g.readBody(w, r, f)
@@ -467,7 +453,7 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request, ws *server.W
 	}
 	t, err := protocol.DecodeResponses(body, g.resolver(r.Context(), ws))
 	if err != nil {
-		g.badTurn(w, r, f, err)
+		g.failure(w, r, f, err)
 		return
 	}
 	var history []messages.Message
@@ -481,8 +467,8 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request, ws *server.W
 		history = prev.history
 		prevKey, _, _ = idSession(t.PreviousResponseID)
 	}
-	q := &request{msgs: append(history, t.Messages...), clientSys: t.System, stream: t.Stream, user: t.User,
-		channel: r.Header.Get("X-Loom-Channel")}
+	q := &request{turnRequest: turnRequest{msgs: append(history, t.Messages...), clientSys: t.System, user: t.User,
+		channel: r.Header.Get("X-Loom-Channel")}, stream: t.Stream}
 	if !t.NoStore {
 		q.key = firstOf(r.Header.Get("X-Loom-Session"), t.Session, prevKey, t.User)
 		if q.key == "" {
@@ -492,24 +478,25 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request, ws *server.W
 		}
 	}
 	if err := checkNames(q); err != nil {
-		g.badTurn(w, r, f, err)
+		g.failure(w, r, f, err)
 		return
 	}
-	respID := newResponseID(q.key)
-	b, err := g.build(r.Context(), ws, st, q)
-	if err != nil {
-		g.badTurn(w, r, f, err)
-		return
-	}
+	respID := newResponseID(q.key, r.Header.Get("Idempotency-Key"))
 	if q.key != "" {
-		markTurn(q, respID)
+		q.id = respID // the stored turn is found again by its response id
 	}
-	call := callFor(st, t, b)
+	tn, err := g.prepare(r.Context(), ws, st, &q.turnRequest)
+	if err != nil {
+		g.failure(w, r, f, err)
+		return
+	}
+	defer tn.release()
+	call := callFor(st, t, tn.built)
 	client, ck, ok := g.clientFor(w, r, f, st)
 	if !ok {
 		return
 	}
-	g.loomHeaders(w, q, b)
+	g.loomHeaders(w, q, tn.built)
 	w.Header().Set("X-Loom-Upstream-Model", call.Model)
 	meta := protocol.ResponseMeta{ID: respID, CreatedAt: g.opts.Now().Unix(), Model: firstOf(t.Model, call.Model), Turn: t}
 	if !t.Stream {
@@ -520,7 +507,11 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request, ws *server.W
 			}
 			return
 		}
-		g.save(r, ws, st, q, reply{text: []byte(resp.Content), calls: resp.ToolCalls})
+		// The response goes out once the turn is stored.
+		if err := tn.record(r.Context(), session.Reply{Content: resp.Content, ToolCalls: resp.ToolCalls}); err != nil {
+			g.failure(w, r, f, err)
+			return
+		}
 		writeJSONBody(w, protocol.Response(meta, resp))
 		return
 	}
@@ -531,12 +522,18 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request, ws *server.W
 		out.flush()
 	})
 	if err != nil {
-		g.streamBroke(w, r, f, st, ws, q, resp, err, ck, out, func(msg string) { s.Fail("upstream_error", msg) })
+		g.streamBroke(w, r, f, st, tn, q, resp, err, ck, out, func(msg string) { s.Fail("upstream_error", msg) })
 		return
 	}
 	s.Finish(resp)
-	g.save(r, ws, st, q, reply{text: []byte(resp.Content), calls: resp.ToolCalls, cut: gone(out)})
-	s.Complete(resp)
+	// response.completed acknowledges the turn: it goes out once the turn
+	// is stored, response.failed instead when it could not be.
+	if err := tn.record(r.Context(), session.Reply{Content: resp.Content, ToolCalls: resp.ToolCalls, Cut: gone(out)}); err != nil {
+		g.log.Warn("gateway: turn not stored", "request_id", server.RequestID(r), "session", q.key, "err", err)
+		s.Fail(unstored(err))
+	} else {
+		s.Complete(resp)
+	}
 	out.flush()
 }
 
@@ -548,10 +545,10 @@ func gone(out *sse) string {
 }
 
 // streamBroke handles a streamed call that failed: before anything was
-// written the error is answered with its status and nothing is saved;
+// written the error is answered with its status and nothing is stored;
 // after, the stream ends with the protocol's failure event and what
-// arrived is saved marked as cut.
-func (g *Gateway) streamBroke(w http.ResponseWriter, r *http.Request, f front, st *upstream, ws *server.Workspace, q *request,
+// arrived is stored marked as cut.
+func (g *Gateway) streamBroke(w http.ResponseWriter, r *http.Request, f front, st *upstream, tn *turn, q *request,
 	resp llm.Response, err error, ck string, out *sse, failEvent func(string)) {
 	if !out.started {
 		if r.Context().Err() == nil {
@@ -566,7 +563,9 @@ func (g *Gateway) streamBroke(w http.ResponseWriter, r *http.Request, f front, s
 		failEvent(msg)
 		out.flush()
 	}
-	g.save(r, ws, st, q, reply{text: []byte(resp.Content), calls: resp.ToolCalls, cut: cut})
+	if err := tn.record(r.Context(), session.Reply{Content: resp.Content, ToolCalls: resp.ToolCalls, Cut: cut}); err != nil {
+		g.log.Warn("gateway: turn not stored", "request_id", server.RequestID(r), "session", q.key, "err", err)
+	}
 }
 
 // checkNames checks the session and channel a request names.
@@ -591,8 +590,9 @@ func anthropicTurn(r *http.Request, body []byte, countOnly bool) (*protocol.Turn
 	if err != nil {
 		return nil, nil, err
 	}
-	q := &request{msgs: t.Messages, clientSys: t.System, stream: t.Stream, user: t.User, channel: r.Header.Get("X-Loom-Channel"),
-		key: firstOf(r.Header.Get("X-Loom-Session"), r.Header.Get("X-Claude-Code-Session-Id"), t.Session, t.User)}
+	q := &request{turnRequest: turnRequest{msgs: t.Messages, clientSys: t.System, user: t.User, channel: r.Header.Get("X-Loom-Channel"),
+		key: firstOf(r.Header.Get("X-Loom-Session"), r.Header.Get("X-Claude-Code-Session-Id"), t.Session, t.User),
+		id:  r.Header.Get("Idempotency-Key")}, stream: t.Stream}
 	if !plainName(q.user) {
 		q.user = "" // not a name loom can keep memories under
 	}
@@ -614,20 +614,21 @@ func (g *Gateway) messagesAPI(w http.ResponseWriter, r *http.Request, ws *server
 	}
 	t, q, err := anthropicTurn(r, body, false)
 	if err != nil {
-		g.badTurn(w, r, f, err)
+		g.failure(w, r, f, err)
 		return
 	}
-	b, err := g.build(r.Context(), ws, st, q)
+	tn, err := g.prepare(r.Context(), ws, st, &q.turnRequest)
 	if err != nil {
-		g.badTurn(w, r, f, err)
+		g.failure(w, r, f, err)
 		return
 	}
-	call := callFor(st, t, b)
+	defer tn.release()
+	call := callFor(st, t, tn.built)
 	client, ck, ok := g.clientFor(w, r, f, st)
 	if !ok {
 		return
 	}
-	g.loomHeaders(w, q, b)
+	g.loomHeaders(w, q, tn.built)
 	w.Header().Set("X-Loom-Upstream-Model", call.Model)
 	var rb [12]byte
 	rand.Read(rb[:])
@@ -640,7 +641,11 @@ func (g *Gateway) messagesAPI(w http.ResponseWriter, r *http.Request, ws *server
 			}
 			return
 		}
-		g.save(r, ws, st, q, reply{text: []byte(resp.Content), calls: resp.ToolCalls})
+		// The message goes out once the turn is stored.
+		if err := tn.record(r.Context(), session.Reply{Content: resp.Content, ToolCalls: resp.ToolCalls}); err != nil {
+			g.failure(w, r, f, err)
+			return
+		}
 		writeJSONBody(w, protocol.Message(meta, resp))
 		return
 	}
@@ -651,12 +656,19 @@ func (g *Gateway) messagesAPI(w http.ResponseWriter, r *http.Request, ws *server
 		out.flush()
 	})
 	if err != nil {
-		g.streamBroke(w, r, f, st, ws, q, resp, err, ck, out, func(msg string) { s.Fail("api_error", msg) })
+		g.streamBroke(w, r, f, st, tn, q, resp, err, ck, out, func(msg string) { s.Fail("api_error", msg) })
 		return
 	}
 	s.Finish(resp)
-	g.save(r, ws, st, q, reply{text: []byte(resp.Content), calls: resp.ToolCalls, cut: gone(out)})
-	s.Complete()
+	// message_stop acknowledges the turn: it goes out once the turn is
+	// stored, an error event instead when it could not be.
+	if err := tn.record(r.Context(), session.Reply{Content: resp.Content, ToolCalls: resp.ToolCalls, Cut: gone(out)}); err != nil {
+		g.log.Warn("gateway: turn not stored", "request_id", server.RequestID(r), "session", q.key, "err", err)
+		_, msg := unstored(err)
+		s.Fail("api_error", msg)
+	} else {
+		s.Complete()
+	}
 	out.flush()
 }
 
@@ -677,15 +689,16 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, ws *server
 	}
 	t, q, err := anthropicTurn(r, body, true)
 	if err != nil {
-		g.badTurn(w, r, f, err)
+		g.failure(w, r, f, err)
 		return
 	}
-	q.key = "" // counting is not a turn: no report kept
-	b, err := g.build(r.Context(), ws, st, q)
+	q.key = "" // counting is not a turn: no session, no report kept
+	tn, err := g.prepare(r.Context(), ws, st, &q.turnRequest)
 	if err != nil {
-		g.badTurn(w, r, f, err)
+		g.failure(w, r, f, err)
 		return
 	}
+	b := tn.built
 	n := 0
 	for _, m := range b.msgs {
 		n += st.counter.Count(m.Content.String())

@@ -1,19 +1,16 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"net/http"
 	"net/url"
-	"reflect"
 	"strings"
 	"time"
 
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/internal/redact"
 	"github.com/loomctx/loom/llm"
-	"github.com/loomctx/loom/llm/extract"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/server"
 	"github.com/loomctx/loom/tokens"
@@ -21,11 +18,12 @@ import (
 )
 
 // upstream is what one version of a workspace's loom.yaml says about the
-// model: where requests go and with what key, and the memory calls'
-// client, extraction worker and consolidation threshold. The gateway keeps
-// one per workspace and builds a new one when loom.yaml changes, so an
-// edit to llm: (a new base URL, model, provider or key variable) applies
-// to the next request, with no restart.
+// model: where requests go and with what key. The gateway keeps one per
+// workspace and builds a new one when loom.yaml changes, so an edit to
+// llm: (a new base URL, model, provider or key variable) applies to the
+// next request, with no restart. Memory extraction and consolidation are
+// the sessions' own, from the server's engine, which follows loom.yaml
+// the same way.
 type upstream struct {
 	file *workspace.File // the loom.yaml it was built from; nil when there is none
 	eng  *server.Engine  // the engine it was checked against
@@ -42,20 +40,15 @@ type upstream struct {
 	// upstream is relayed as it came instead); no retries of its own.
 	turns llm.Client
 
-	client    llm.Client      // memory calls
-	extract   *extract.Worker // nil when extraction is off
-	ownWorker bool            // extract is the gateway's, closed when replaced
-	threshold int             // consolidation; <0 off
 	counter   tokens.Counter
 	loc       *time.Location
 	placement messages.Placement
 }
 
 // upstreamFor returns the workspace's upstream for its current loom.yaml.
-// While loom.yaml is unchanged (the door hands back the same *File) the
-// last one is reused; otherwise loom.yaml is parsed (from the door's cache)
-// and, when its llm: section differs from the one the server's engine was
-// built from, the gateway builds its own client and worker for it.
+// While loom.yaml is unchanged (the door hands back the same *File) and
+// the server's engine is the same, the last one is reused; otherwise
+// loom.yaml is parsed (from the door's cache).
 func (g *Gateway) upstreamFor(ws *server.Workspace, eng *server.Engine) *upstream {
 	f, err := ws.Door.Load(config.FileName)
 	if err != nil {
@@ -71,33 +64,14 @@ func (g *Gateway) upstreamFor(ws *server.Workspace, eng *server.Engine) *upstrea
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if cur := g.ups[ws]; cur != st && cur != nil { // another request got there first
-		if next.ownWorker {
-			g.closeWorker(next.extract)
-		}
 		return cur
 	}
 	g.ups[ws] = next
-	if st != nil && st.ownWorker {
-		g.closeWorker(st.extract)
-	}
 	return next
 }
 
-func (g *Gateway) closeWorker(w *extract.Worker) {
-	if w == nil {
-		return
-	}
-	g.bg.Add(1)
-	go func() {
-		defer g.bg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		w.Close(ctx)
-	}()
-}
-
 func (g *Gateway) newUpstream(ws *server.Workspace, eng *server.Engine, f *workspace.File) *upstream {
-	st := &upstream{file: f, eng: eng, loc: time.UTC, threshold: -1}
+	st := &upstream{file: f, eng: eng, loc: time.UTC}
 	cfg, err := config.Load(ws.Door)
 	if err != nil {
 		st.err = err
@@ -152,25 +126,6 @@ func (g *Gateway) newUpstream(ws *server.Workspace, eng *server.Engine, f *works
 		}
 	}
 	st.placement = messages.Placement(cfg.Runtime.Placement)
-	if eng.Config != nil && reflect.DeepEqual(cfg.LLM, eng.Config.LLM) && lc == eng.LLM {
-		// What the server's engine was built from: share its client,
-		// worker and threshold.
-		st.client, st.extract, st.threshold = eng.Client, eng.Extract, eng.ConsolidateThreshold
-		return st
-	}
-	if st.client, err = llm.New(lc); err != nil {
-		st.err = err
-		return st
-	}
-	if llm.Enabled(cfg.LLM.Consolidation.Enabled, lc) {
-		st.threshold = cfg.LLM.Consolidation.ThresholdTokens
-	}
-	if llm.Enabled(cfg.LLM.Extraction.Enabled, lc) && eng.Store != nil {
-		ex := extract.New(extract.Options{Client: st.client, Store: eng.Store, Model: lc.ExtractModel,
-			IncludeAssistant: cfg.LLM.Extraction.IncludeAssistant != nil && *cfg.LLM.Extraction.IncludeAssistant,
-			Logger:           g.log})
-		st.extract, st.ownWorker = extract.NewWorker(ex, extract.WorkerOptions{Logger: g.log}), true
-	}
 	return st
 }
 

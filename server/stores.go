@@ -207,3 +207,8 @@ func (w *Workspace) SharedMemory(ctx context.Context) (memory.Store, error) {
 	}
 	return be.mem, nil
 }
+
+// Ready chooses the workspace's store before a front end mounted on the
+// server handles a request (HandleWorkspace does it for its routes): an
+// unreachable store is a 503 problem with code store_unavailable.
+func (w *Workspace) Ready(ctx context.Context) error { return w.prepare(ctx) }

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
@@ -21,6 +23,7 @@ import (
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/session"
 	"github.com/loomctx/loom/tokens"
+	"github.com/loomctx/loom/workspace"
 )
 
 // TurnRequest is the body of POST .../sessions/{id}/turns.
@@ -69,26 +72,39 @@ type Engine struct {
 	Placement            messages.Placement
 	ConsolidateThreshold int // <0: off
 
-	// sessionStore is the shared PostgreSQL session store; nil means
-	// each session keeps its own file store.
-	sessionStore *session.PGStore
+	// MaxOpenSessions bounds the sessions kept open; 0 is
+	// maxOpenSessions.
+	MaxOpenSessions int
+
+	file *workspace.File // the loom.yaml it was built from; nil when none
 
 	mu       sync.Mutex
-	sessions map[string]*session.Session
+	holds    int  // sessions held by requests, all keys
+	retired  bool // replaced: closed when holds reaches 0
+	sessions map[string]*openSession
+	lru      list.List // of *openSession, most recently used first
 }
 
 // maxOpenSessions bounds the sessions kept open per workspace; past it the
-// least recently opened is closed (its history stays in the store).
+// least recently used one that no request holds is closed (its history
+// stays in the store).
 const maxOpenSessions = 1024
 
 // Engine returns the workspace's turn engine, built from loom.yaml's llm:
-// section and the operator's environment on first use. Without a
-// configured model it returns a 503 problem.
+// section and the operator's environment on first use and again when
+// loom.yaml changes (the door hands back another file), so an edit applies
+// to the next turn of every front end with no restart. The engine it
+// replaces is closed once no request holds one of its sessions. Without a
+// configured model it returns a 503 problem; a broken loom.yaml is a 422.
 func (ws *Workspace) Engine() (*Engine, error) {
+	f, ferr := ws.Door.Load(config.FileName)
+	if ferr != nil {
+		f = nil
+	}
 	ws.mu.Lock()
 	e := ws.engine
 	ws.mu.Unlock()
-	if e != nil {
+	if e != nil && e.file == f {
 		return e, nil
 	}
 	cfg, err := config.Load(ws.Door)
@@ -107,13 +123,12 @@ func (ws *Workspace) Engine() (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	be, err := ws.backend(context.Background())
-	if err != nil {
+	if _, err := ws.backend(context.Background()); err != nil {
 		return nil, err
 	}
 	counter := Counter(nil, "", lc.Model)
-	e = &Engine{Config: cfg, LLM: lc, Client: client, Store: store, Counter: counter, Location: time.UTC, sessionStore: be.sessions,
-		Placement: messages.Placement(cfg.Runtime.Placement), ConsolidateThreshold: -1, sessions: map[string]*session.Session{}}
+	e = &Engine{file: f, Config: cfg, LLM: lc, Client: client, Store: store, Counter: counter, Location: time.UTC,
+		Placement: messages.Placement(cfg.Runtime.Placement), ConsolidateThreshold: -1, sessions: map[string]*openSession{}}
 	if cfg.Timezone != "" {
 		if loc, err := time.LoadLocation(cfg.Timezone); err == nil {
 			e.Location = loc
@@ -130,14 +145,36 @@ func (ws *Workspace) Engine() (*Engine, error) {
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if ws.engine != nil { // another request built one first
+	if cur := ws.engine; cur != nil && cur.file == f { // another request built one first
 		if e.Extract != nil {
-			e.Extract.Close(context.Background())
+			go e.Extract.Close(context.Background())
 		}
-		return ws.engine, nil
+		return cur, nil
+	}
+	if old := ws.engine; old != nil {
+		old.retire()
 	}
 	ws.engine = e
 	return e, nil
+}
+
+// retire closes the engine once no request holds one of its sessions:
+// their turns finish with the settings they started with.
+func (e *Engine) retire() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.retired = true
+	if e.holds == 0 {
+		go e.closeRetired()
+	}
+}
+
+func (e *Engine) closeRetired() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.close(ctx); err != nil {
+		slog.Default().Warn("closing the engine of a replaced loom.yaml: " + err.Error())
+	}
 }
 
 // SessionOptions name one conversation: its key, and the channel and user
@@ -149,24 +186,41 @@ type SessionOptions struct {
 	Prompt prompt.Options
 }
 
+// openSession is one session the engine keeps open: how many requests
+// hold it, and its place in the least-recently-used order.
+type openSession struct {
+	key  string
+	s    *session.Session
+	refs int
+	elem *list.Element
+}
+
 // Session returns the open session for these options, opening it on first
-// use with the workspace's shared builder, client and extraction worker.
-func (e *Engine) Session(ctx context.Context, ws *Workspace, o SessionOptions) (*session.Session, error) {
+// use with the workspace's shared builder, client, session store and
+// extraction worker, and holds it for the caller until release is called.
+// Past maxOpenSessions the least recently used session nobody holds is
+// closed (its history stays in the store); a held one never is.
+func (e *Engine) Session(ctx context.Context, ws *Workspace, o SessionOptions) (s *session.Session, release func(), err error) {
 	k := o.Key + "\x00" + o.Channel + "\x00" + o.User
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if s, ok := e.sessions[k]; ok {
-		return s, nil
+	if held, ok := e.sessions[k]; ok {
+		held.refs++
+		e.holds++
+		e.lru.MoveToFront(held.elem)
+		e.mu.Unlock()
+		return held.s, e.releaser(held), nil
+	}
+	e.mu.Unlock()
+	store, err := ws.SessionStore(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
 	po := o.Prompt
 	po.Channel, po.User, po.ChatID = o.Channel, o.User, o.Key
 	so := session.Options{
-		Workspace: ws.Door, Builder: ws.Builder, Prompt: po, Counter: e.Counter,
+		Workspace: ws.Door, Builder: ws.Builder, Prompt: po, Counter: e.Counter, Store: store,
 		Key: o.Key, Channel: o.Channel, User: o.User, Location: e.Location, Placement: e.Placement,
 		Client: e.Client, Logger: ws.log,
-	}
-	if e.sessionStore != nil {
-		so.Store = e.sessionStore
 	}
 	if e.Extract != nil {
 		so.Extract = e.Extract
@@ -174,19 +228,71 @@ func (e *Engine) Session(ctx context.Context, ws *Workspace, o SessionOptions) (
 	if e.ConsolidateThreshold >= 0 {
 		so.Consolidate = &consolidate.Options{Model: e.LLM.ConsolidateModel, Threshold: e.ConsolidateThreshold}
 	}
-	s, err := session.Open(context.WithoutCancel(ctx), so)
+	opened, err := session.Open(context.WithoutCancel(ctx), so)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if len(e.sessions) >= maxOpenSessions {
-		for old, os := range e.sessions {
-			delete(e.sessions, old)
-			go os.Close(context.Background())
-			break
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if held, ok := e.sessions[k]; ok { // another request opened it meanwhile
+		go opened.Close(context.Background())
+		held.refs++
+		e.holds++
+		e.lru.MoveToFront(held.elem)
+		return held.s, e.releaser(held), nil
+	}
+	e.holds++
+	held := &openSession{key: k, s: opened, refs: 1}
+	held.elem = e.lru.PushFront(held)
+	e.sessions[k] = held
+	e.evict()
+	return opened, e.releaser(held), nil
+}
+
+// releaser returns the release of one hold on held.
+func (e *Engine) releaser(held *openSession) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			held.refs--
+			e.holds--
+			e.evict()
+			if e.retired && e.holds == 0 {
+				go e.closeRetired()
+			}
+		})
+	}
+}
+
+// evict closes the least recently used sessions nobody holds while more
+// than maxOpenSessions are open; e.mu is held.
+func (e *Engine) evict() {
+	for el := e.lru.Back(); el != nil && len(e.sessions) > e.maxOpen(); {
+		held := el.Value.(*openSession)
+		el = el.Prev()
+		if held.refs > 0 {
+			continue
 		}
+		e.lru.Remove(held.elem)
+		delete(e.sessions, held.key)
+		go held.s.Close(context.Background())
 	}
-	e.sessions[k] = s
-	return s, nil
+}
+
+func (e *Engine) maxOpen() int {
+	if e.MaxOpenSessions > 0 {
+		return e.MaxOpenSessions
+	}
+	return maxOpenSessions
+}
+
+// OpenSessions is how many sessions the engine keeps open.
+func (e *Engine) OpenSessions() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.sessions)
 }
 
 // close closes the sessions (waiting for their consolidations), then
@@ -194,11 +300,12 @@ func (e *Engine) Session(ctx context.Context, ws *Workspace, o SessionOptions) (
 func (e *Engine) close(ctx context.Context) error {
 	e.mu.Lock()
 	ss := e.sessions
-	e.sessions = map[string]*session.Session{}
+	e.sessions = map[string]*openSession{}
+	e.lru.Init()
 	e.mu.Unlock()
 	var errs []error
-	for _, s := range ss {
-		errs = append(errs, s.Close(ctx))
+	for _, held := range ss {
+		errs = append(errs, held.s.Close(ctx))
 	}
 	if e.Extract != nil {
 		errs = append(errs, e.Extract.Close(ctx))
@@ -278,12 +385,18 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, ws *Workspace) {
 		WriteProblem(w, r, err)
 		return
 	}
-	sess, err := e.Session(r.Context(), ws, SessionOptions{Key: id, Channel: q.Channel, User: q.User})
+	sess, release, err := e.Session(r.Context(), ws, SessionOptions{Key: id, Channel: q.Channel, User: q.User})
 	if err != nil {
 		WriteProblem(w, r, err)
 		return
 	}
-	in := session.TurnInput{Text: q.Message}
+	defer release()
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > maxOptionBytes {
+		WriteProblem(w, r, FieldErrorf("Idempotency-Key", "longer than %d bytes", maxOptionBytes))
+		return
+	}
+	in := session.TurnInput{Text: q.Message, ID: key}
 	var sse *sseWriter
 	if q.Stream {
 		sse = newSSE(w)

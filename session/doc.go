@@ -4,6 +4,25 @@
 // OpenAI-compatible gateway, the MCP server) runs turns through this
 // package; none re-implements a turn.
 //
+// A turn is two calls:
+//
+//	p, err := s.Prepare(ctx, in) // lock the session, render, build the list
+//	// ... call the model with p.Messages, relay the reply ...
+//	err = p.Record(ctx, session.Reply{Content: text}) // one write, unlock, then extraction
+//
+// [Session.Prepare] takes the session's turn lock (in this process and,
+// for a [TurnLocker] store, across replicas), renders the system prompt
+// and builds the message list. [Prepared.Record] stores the user's
+// message and the reply in one write, releases the lock, and queues
+// extraction and consolidation; [Prepared.Release] ends a turn that is not
+// to be stored. A front end acknowledges a turn (a 200, a stream's last
+// event) only after Record returned nil, so what a client saw acknowledged
+// is stored, and turns of one session are stored in the order they were
+// acknowledged. A turn with an ID ([TurnInput.ID], the gateway's
+// Idempotency-Key or the conversation's hash) is stored once however
+// often a client retries it. [Session.Turn] is Prepare, the model call and
+// Record, for front ends that let the session call the model.
+//
 // # A turn
 //
 //	s, err := session.Open(ctx, session.Options{
@@ -18,6 +37,9 @@
 //		Consolidate: &consolidate.Options{Threshold: 16000}, // optional
 //	})
 //	res, err := s.Turn(ctx, session.TurnInput{Text: "hello", OnDelta: print})
+//	// or, for a client that holds the conversation (the gateway):
+//	p, err := s.Prepare(ctx, session.TurnInput{Conversation: msgs, ID: key})
+//	err = p.Record(ctx, session.Reply{Content: reply})
 //	err = s.New(ctx)    // /new: archive into memory, start over
 //	err = s.Close(ctx)  // waits for a running consolidation within ctx
 //
@@ -37,7 +59,8 @@
 // # Concurrency
 //
 // Turns on one session run one at a time in one process, through any
-// Session with the same workspace and key. Across processes every store
+// Session with the same workspace and key: the lock is held from Prepare
+// to Record. Across processes every store
 // step is atomic under the store's lock, so each turn (the user's message
 // and its reply) is saved whole, once, in order; a [TurnLocker] store
 // serializes whole turns across replicas too. Turns on different sessions run in parallel. A writer

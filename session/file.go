@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -103,6 +104,11 @@ func (s *FileStore) file(key string) *File {
 // Load implements Store.
 func (s *FileStore) Load(ctx context.Context, key string) (*State, error) {
 	return s.file(key).Load(ctx)
+}
+
+// AppendTurn implements [TurnAppender].
+func (s *FileStore) AppendTurn(ctx context.Context, key, id string, msgs ...messages.Message) (bool, error) {
+	return s.file(key).AppendTurn(ctx, id, msgs...)
 }
 
 // Append implements Store.
@@ -271,38 +277,59 @@ func (f *File) read() (*State, bool, error) {
 // a write by a program without loom's lock) gets a newline first, so the
 // new lines stay whole.
 func (f *File) Append(ctx context.Context, msgs ...messages.Message) error {
+	_, err := f.AppendTurn(ctx, "", msgs...)
+	return err
+}
+
+// turnTail is how much of a session file's end a retried turn's ID is
+// looked for in.
+const turnTail = 64 << 10
+
+// AppendTurn is Append unless a message carrying turn id (Extra key
+// TurnKey) is in the last 64 KiB of the file; it reports whether it
+// appended. The check and the append are one step under the lock. An
+// empty id always appends.
+func (f *File) AppendTurn(ctx context.Context, id string, msgs ...messages.Message) (bool, error) {
 	if len(msgs) == 0 {
-		return nil
+		return true, nil
 	}
 	l, err := f.lock(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer l.Release()
 	file, err := f.open(os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer file.Close()
 	fi, err := file.Stat()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file", f.Path)
+		return false, fmt.Errorf("%s: not a regular file", f.Path)
 	}
 	var buf []byte
 	if fi.Size() == 0 {
 		now := f.now().UTC()
 		buf = messages.AppendMeta(buf, messages.SessionMeta{Key: f.key(), CreatedAt: now, UpdatedAt: now})
-	} else if last, err := lastByte(file, fi.Size()); err != nil {
-		return err
-	} else if last != '\n' {
-		buf = append(buf, '\n')
+	} else {
+		if id != "" {
+			dup, err := hasTurnTail(file, fi.Size(), id)
+			if err != nil || dup {
+				return false, err
+			}
+		}
+		if last, err := lastByte(file, fi.Size()); err != nil {
+			return false, err
+		} else if last != '\n' {
+			buf = append(buf, '\n')
+		}
 	}
 	for _, m := range msgs {
 		if buf, err = messages.AppendJSONL(buf, m); err != nil {
-			return fmt.Errorf("%s: %w", f.Path, err)
+			return false, fmt.Errorf("%s: %w", f.Path, err)
 		}
 	}
 	n, err := file.Write(buf)
@@ -310,9 +337,24 @@ func (f *File) Append(ctx context.Context, msgs ...messages.Message) error {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		return fmt.Errorf("%s: append: %w", f.Path, err)
+		return false, fmt.Errorf("%s: append: %w", f.Path, err)
 	}
-	return nil
+	return true, nil
+}
+
+// hasTurnTail reports whether the last turnTail bytes of a session file
+// hold a message whose TurnKey is id. Inside a JSON string every quote is
+// escaped, so the key and value with bare quotes match only the key
+// itself.
+func hasTurnTail(f *os.File, size int64, id string) (bool, error) {
+	n := min(size, turnTail)
+	tail := make([]byte, n)
+	if _, err := f.ReadAt(tail, size-n); err != nil && err != io.EOF {
+		return false, err
+	}
+	want, _ := json.Marshal(id)
+	marker := append([]byte(`"`+TurnKey+`":`), want...)
+	return bytes.Contains(tail, marker), nil
 }
 
 func lastByte(f *os.File, size int64) (byte, error) {

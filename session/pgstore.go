@@ -26,8 +26,9 @@ type PGStore struct {
 }
 
 var (
-	_ Store      = (*PGStore)(nil)
-	_ TurnLocker = (*PGStore)(nil)
+	_ Store        = (*PGStore)(nil)
+	_ TurnLocker   = (*PGStore)(nil)
+	_ TurnAppender = (*PGStore)(nil)
 )
 
 // NewPGStore returns the sessions of workspace (see pgstore.WorkspaceKey)
@@ -60,6 +61,11 @@ func (p *PGStore) Load(ctx context.Context, key string) (*State, error) {
 // Append implements [Store].
 func (p *PGStore) Append(ctx context.Context, key string, msgs ...messages.Message) error {
 	return p.s.Append(ctx, key, msgs...)
+}
+
+// AppendTurn implements [TurnAppender].
+func (p *PGStore) AppendTurn(ctx context.Context, key, id string, msgs ...messages.Message) (bool, error) {
+	return p.s.AppendTurn(ctx, key, id, msgs...)
 }
 
 // MoveConsolidated implements [Store].

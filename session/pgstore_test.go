@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -280,5 +281,30 @@ func TestPGStoreReplicaProcesses(t *testing.T) {
 			t.Fatalf("message %d: %q (%s) then %s: interleaved, lost or out of order", i, u.Content.Text, u.Role, a.Role)
 		}
 		next[fmt.Sprint(pid)]++
+	}
+}
+
+// AppendTurn stores a turn once: a second append with the same turn ID
+// (a retry whose first commit the replica did not see answered) stores
+// nothing, another ID stores.
+func TestPGStoreAppendTurnOnce(t *testing.T) {
+	ctx := context.Background()
+	st := pgStore(t, uniqueWorkspace(t))
+	turn := func(id, text string) messages.Message {
+		raw, _ := json.Marshal(id)
+		return messages.Message{Role: messages.RoleUser, Content: messages.TextContent(text), Extra: map[string]json.RawMessage{session.TurnKey: raw}}
+	}
+	for i, c := range []struct {
+		id, text string
+		stored   bool
+	}{{"t1", "one", true}, {"t1", "one again", false}, {"t2", "two", true}, {"t1", "one more", false}} {
+		stored, err := st.AppendTurn(ctx, "k", c.id, turn(c.id, c.text))
+		if err != nil || stored != c.stored {
+			t.Fatalf("append %d (%s): stored %v, %v; want %v", i, c.id, stored, err, c.stored)
+		}
+	}
+	s, _ := st.Load(ctx, "k")
+	if len(s.Messages) != 2 || s.Messages[0].Content.Text != "one" || s.Messages[1].Content.Text != "two" {
+		t.Fatalf("stored %+v", s.Messages)
 	}
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -171,138 +170,6 @@ func (s *Session) Store() Store { return s.store }
 // Builder is the prompt builder the session renders with.
 func (s *Session) Builder() *prompt.Builder { return s.builder }
 
-// TurnInput is one user message.
-type TurnInput struct {
-	// Text is the message as typed; /name and $name expand to skills for
-	// this turn only (the saved message keeps the text as typed).
-	Text string
-	// Media are image paths to attach.
-	Media []string
-	// OnDelta receives the reply as it streams; optional.
-	OnDelta func(string)
-}
-
-// TurnResult is what a turn did.
-type TurnResult struct {
-	// Reply is the model's reply, or the part that arrived before it was
-	// cut.
-	Reply string
-	// Cut is why the reply stopped early, "" when it is whole.
-	Cut   string
-	Usage llm.Usage
-	// Build is the report of the message list sent.
-	Build messages.Report
-	// Saved tells whether the turn reached the store.
-	Saved bool
-	// PromptErr is a problem rendering the prompt that did not stop the
-	// turn (a prompt over budget).
-	PromptErr error
-}
-
-// Turn runs one turn: the prompt from the cached builder, the message list
-// from messages.Build over the saved history, the model call, then saving
-// the user's message and the reply, extraction, and consolidation when due.
-//
-// The user's message is saved whatever happens to the reply. A reply cut by
-// ctx (Ctrl-C, a signal, a client gone) or by a broken stream is saved as
-// far as it came, marked with CutKey; the error is returned after saving.
-// Saving does not depend on ctx, so a cancelled turn is still kept.
-func (s *Session) Turn(ctx context.Context, in TurnInput) (TurnResult, error) {
-	var res TurnResult
-	if err := s.turns.lock(ctx); err != nil {
-		return res, err
-	}
-	defer s.turns.unlock()
-	if s.isClosed() {
-		return res, ErrClosed
-	}
-	unlock, err := s.lockTurn(ctx)
-	if err != nil {
-		return res, err
-	}
-	defer unlock()
-	start := s.opts.Now()
-
-	// The prompt and the history are local reads, done whatever ctx says:
-	// a signal that lands before the model call must still find the
-	// user's message saved, which needs the history loaded.
-	local := context.WithoutCancel(ctx)
-	user := messages.Message{Role: messages.RoleUser, Content: messages.TextContent(savedText(in)), Time: start.UTC()}
-	pr, perr := s.builder.Render(local, s.opts.Prompt)
-	if pr == nil {
-		// No prompt, no model call; the message is kept for the next turn.
-		err := fmt.Errorf("system prompt: %w", perr)
-		if serr := s.save(ctx, user); serr != nil {
-			return res, errors.Join(err, serr)
-		}
-		res.Saved = true
-		return res, err
-	}
-	res.PromptErr = perr
-	st, err := s.store.Load(local, s.opts.Key)
-	if err != nil {
-		return res, err
-	}
-	history, _ := messages.Clean(st.Unconsolidated(), messages.CleanOptions{})
-	built, err := messages.Build(messages.Turn{
-		System:  pr.Prompt,
-		History: history,
-		Message: in.Text,
-		Media:   in.Media,
-		Runtime: messages.Runtime{
-			Now: start, Location: s.opts.Location, Channel: s.opts.Channel,
-			ChatID: s.opts.Key, SenderID: s.opts.User, Placement: s.opts.Placement,
-		},
-		Skills: s.skills,
-	}, messages.Options{Counter: s.opts.Counter})
-	if err != nil {
-		return res, err
-	}
-	res.Build = built.Report
-
-	onDelta := in.OnDelta
-	if onDelta == nil {
-		onDelta = func(string) {}
-	}
-	resp, callErr := s.opts.Client.Stream(ctx, toRequest(built.Messages, s.opts.Model), onDelta)
-	res.Reply, res.Usage = resp.Content, resp.Usage
-
-	saved := []messages.Message{user}
-	if callErr != nil {
-		res.Cut = cutReason(ctx, callErr)
-	}
-	if resp.Content != "" || len(resp.ToolCalls) > 0 {
-		reply := messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(resp.Content), Time: s.opts.Now().UTC()}
-		if res.Cut != "" {
-			reason, _ := json.Marshal(res.Cut)
-			reply.Extra = map[string]json.RawMessage{CutKey: reason}
-		}
-		saved = append(saved, reply)
-	}
-	if saveErr := s.save(ctx, saved...); saveErr != nil {
-		return res, errors.Join(callErr, saveErr)
-	}
-	res.Saved = true
-
-	all := append(append([]messages.Message(nil), st.Messages...), saved...)
-	if callErr == nil {
-		s.extract(all)
-		s.maybeConsolidate(all, st.LastConsolidated)
-	}
-	return res, callErr
-}
-
-// save appends msgs to the session. Saving outlives ctx: what the user
-// typed is kept even when the turn was cancelled.
-func (s *Session) save(ctx context.Context, msgs ...messages.Message) error {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.LockWait+5*time.Second)
-	defer cancel()
-	if err := s.store.Append(sctx, s.opts.Key, msgs...); err != nil {
-		return fmt.Errorf("save session: %w", err)
-	}
-	return nil
-}
-
 // lockTurn holds the store's cross-process turn lock, when it has one.
 func (s *Session) lockTurn(ctx context.Context) (func(), error) {
 	tl, ok := s.store.(TurnLocker)
@@ -339,44 +206,6 @@ func cutReason(ctx context.Context, err error) string {
 		return "interrupted"
 	}
 	return err.Error()
-}
-
-func (s *Session) extract(all []messages.Message) {
-	if s.opts.Extract == nil {
-		return
-	}
-	job := extract.Job{Chat: s.opts.Key, User: s.opts.User, Messages: all}
-	if err := s.opts.Extract.Submit(job); err != nil {
-		s.logger.Warn("extract: "+err.Error(), "session", s.opts.Key)
-	}
-}
-
-// maybeConsolidate starts a background consolidation when the history is
-// due and none runs in this session. It does not wait for another
-// process's consolidation: the next turn tries again.
-func (s *Session) maybeConsolidate(all []messages.Message, last int) {
-	if s.cons == nil || !s.cons.Due(all, last) {
-		return
-	}
-	s.mu.Lock()
-	if s.busy || s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.busy = true
-	s.bgWG.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.bgWG.Done()
-		defer func() { s.mu.Lock(); s.busy = false; s.mu.Unlock() }()
-		rep, err := Consolidate(s.bgCtx, s.store, s.opts.Key, s.cons, s.files, ConsolidateOptions{LockWait: -1})
-		if err != nil && !errors.Is(err, errLockBusy) {
-			s.logger.Error("consolidate: "+err.Error(), "session", s.opts.Key)
-		}
-		if rep.SessionSaved {
-			s.builder.Invalidate() // MEMORY.md may be the database's
-		}
-	}()
 }
 
 // New archives what is not consolidated yet into the memory files (when

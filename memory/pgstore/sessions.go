@@ -116,6 +116,40 @@ func (s *Sessions) Append(ctx context.Context, key string, msgs ...messages.Mess
 	return nil
 }
 
+// AppendTurn is Append unless one of key's last 64 messages has turn id
+// under the "loom_turn" key, in one statement; it reports whether it
+// appended. A replica that retries a turn whose commit it did not see
+// answered (the connection broke during COMMIT) stores it once.
+func (s *Sessions) AppendTurn(ctx context.Context, key, id string, msgs ...messages.Message) (bool, error) {
+	if len(msgs) == 0 {
+		return true, nil
+	}
+	raws := make([]string, len(msgs))
+	for i, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return false, fmt.Errorf("session %q: message %d: %w", key, i, err)
+		}
+		raws[i] = string(b)
+	}
+	tag, err := s.db.pool.Exec(ctx, `WITH dup AS (
+			SELECT 1 FROM loom_session_messages m, loom_sessions o
+			WHERE o.workspace = $1 AND o.key = $2 AND m.workspace = $1 AND m.key = $2
+				AND m.n >= o.next - 64 AND m.message->>'loom_turn' = $5
+			LIMIT 1),
+		s AS (
+			INSERT INTO loom_sessions (workspace, key, next) SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM dup)
+			ON CONFLICT (workspace, key) DO UPDATE SET next = loom_sessions.next + $3, updated_at = now()
+			RETURNING next - $3 AS first)
+		INSERT INTO loom_session_messages (workspace, key, n, message)
+		SELECT $1, $2, s.first + t.i - 1, t.msg::json FROM s, unnest($4::text[]) WITH ORDINALITY AS t(msg, i)`,
+		s.workspace, key, int64(len(raws)), raws, id)
+	if err != nil {
+		return false, fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
 // MoveConsolidated moves key's pointer from `from` to `to` (forward only,
 // at most to the last kept message). If the pointer is not at from, it
 // returns an error matching [ErrPointerMoved] and changes nothing.
