@@ -676,6 +676,10 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// render renders a scope in named steps: dropped by the plan (dropScope),
+// found in the cache (cachedFor, fromCache), or walked (scopeChildren,
+// scopeNotice, cutScope, closeRecord) and then kept in the cache
+// (storeScope).
 func (s *Scope) render(r *renderer, buf []byte) []byte {
 	if s == nil {
 		return buf
@@ -687,66 +691,21 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 			r.next = idx + 1
 		}
 		if r.plan.isDropped(idx) {
-			si := &r.plan.scopes[idx]
-			r.next += si.size
-			r.dropped++
-			if si.instead {
-				r.offPlan++
-				buf = r.renderNode(buf, s.Instead)
-				r.offPlan--
-			}
-			return buf
+			return r.dropScope(s, idx, buf)
 		}
 	}
-	var ck cacheKey
-	// Without a plan every scope may come from the cache; with one, a kept
-	// scope with nothing to cut in it (see plan.uncut), rendered before with
-	// the same scopes inside it dropped: none, as without a plan, or the
-	// same ones, as the same pass of an earlier search over the same tree.
-	// Its records then take their plan indexes from the scope's.
-	useCache := r.cache != nil && r.offPlan == 0 && r.record &&
-		(r.plan == nil || (idx >= 0 && r.plan.uncut(idx)))
-	var drops []bool
-	if useCache && r.plan != nil {
-		drops = r.plan.dropsIn(idx)
-	}
-	if useCache {
-		ck = cacheKey{s: s, sep: r.sep, inXML: r.inXML, depth: r.depth, lineStart: len(buf) == 0 || buf[len(buf)-1] == '\n'}
-		// A tracking pass renders every scope with drops in it again, so
-		// that it sees the lists inside, unless an earlier tracking pass
-		// left what it saw there with the scope.
-		if c := r.cache.get(ck, drops); c != nil && (r.plan == nil || drops != nil || len(c.recs) == r.plan.scopes[idx].size+1) && (!r.count || c.recs[0].tokens >= 0) && (r.track == nil || drops == nil || c.track != nil && r.fixed == 0) {
-			if r.track != nil && c.track != nil {
-				r.track.add(c.track, len(buf), idx)
-			}
-			at := len(r.recs)
-			if r.lean && len(c.recs) > 1 {
-				r.blocks = append(r.blocks, block{at: at, base: idx, off: len(buf), recs: c.recs})
-				r.recs = append(r.recs, c.recs[0])
-				r.recs[at].inside = 0 // they are in the block
-			} else {
-				r.recs = append(r.recs, c.recs...)
-			}
-			for j := at; j < len(r.recs); j++ {
-				r.recs[j].at += len(buf)
-				if r.plan == nil {
-					r.recs[j].idx = -1
-				} else {
-					r.recs[j].idx += int32(idx)
-				}
-			}
-			if r.plan != nil {
-				r.next = idx + r.plan.scopes[idx].size + 1
-			}
-			r.kept += c.kept
-			r.dropped += c.dropped
-			return append(buf, c.text...)
+	u := r.cacheUse(s, idx, buf)
+	if u.ok {
+		if c := r.cachedFor(u, idx); c != nil {
+			return r.fromCache(c, idx, buf)
 		}
 	}
+	keptBefore, droppedBefore, start := r.kept, r.dropped, len(buf)
 	// A tracking pass leaves what it sees inside a scope with drops with
 	// the scope in the cache (see trackFragment).
+	tracking := r.track != nil && u.ok && u.drops != nil && r.fixed == 0
 	trackFrom, trackLists := -1, int32(0)
-	if r.track != nil && useCache && drops != nil && r.fixed == 0 {
+	if tracking {
 		trackFrom, trackLists = len(r.track.items), r.track.lists
 		r.track.recording++
 	}
@@ -755,87 +714,205 @@ func (s *Scope) render(r *renderer, buf []byte) []byte {
 		slot = len(r.recs)
 		r.recs = append(r.recs, rec{scope: s, idx: int32(idx), depth: int32(r.depth), tokens: -1})
 	}
-	keptBefore := r.kept
-	start := len(buf)
-	sep := r.sep
-	droppedBefore := r.dropped
+	buf = r.scopeChildren(s, buf, tracking)
+	buf = r.scopeNotice(s, buf, start, droppedBefore)
+	buf, cut := r.cutScope(s, idx, buf, start)
+	if slot >= 0 {
+		r.closeRecord(slot, buf, start, cut, droppedBefore)
+	}
+	if s.Prioritized && len(buf) > start && r.offPlan == 0 {
+		r.kept++
+	}
+	// A tracking pass renders scopes found in the cache again, for their
+	// lists: they are there already.
+	if u.ok && slot >= 0 && r.err == nil && (r.track == nil || tracking) {
+		v := r.storeScope(idx, slot, start, keptBefore, droppedBefore)
+		if tracking {
+			v.track = r.track.fragment(trackFrom, trackLists, start, idx)
+		}
+		r.cache.put(u.key, u.drops, v)
+	}
+	return buf
+}
+
+// dropScope renders what stands for a scope the plan drops: its Instead,
+// if any, which is not in the plan.
+func (r *renderer) dropScope(s *Scope, idx int, buf []byte) []byte {
+	si := &r.plan.scopes[idx]
+	r.next += si.size
+	r.dropped++
+	if si.instead {
+		r.offPlan++
+		buf = r.renderNode(buf, s.Instead)
+		r.offPlan--
+	}
+	return buf
+}
+
+// scopeCacheUse is how a scope meets the cache in a pass: whether it may
+// come from it and go into it, under which key, with which scopes inside
+// it dropped (by plan index from the scope's; nil for none).
+type scopeCacheUse struct {
+	ok    bool
+	key   cacheKey
+	drops []bool
+}
+
+// cacheUse says how scope s at plan index idx meets the cache. Without a
+// plan every scope may come from the cache; with one, a kept scope with
+// nothing to cut in it (see plan.uncut), rendered before with the same
+// scopes inside it dropped: none, as without a plan, or the same ones, as
+// the same pass of an earlier search over the same tree.
+func (r *renderer) cacheUse(s *Scope, idx int, buf []byte) scopeCacheUse {
+	if r.cache == nil || r.offPlan != 0 || !r.record || r.plan != nil && (idx < 0 || !r.plan.uncut(idx)) {
+		return scopeCacheUse{}
+	}
+	u := scopeCacheUse{ok: true, key: cacheKey{s: s, sep: r.sep, inXML: r.inXML, depth: r.depth, lineStart: len(buf) == 0 || buf[len(buf)-1] == '\n'}}
+	if r.plan != nil {
+		u.drops = r.plan.dropsIn(idx)
+	}
+	return u
+}
+
+// cachedFor returns the cache's rendering for u when this pass can use it.
+func (r *renderer) cachedFor(u scopeCacheUse, idx int) *cached {
+	c := r.cache.get(u.key, u.drops)
+	switch {
+	case c == nil:
+		return nil
+	case r.plan != nil && u.drops == nil && len(c.recs) != r.plan.scopes[idx].size+1:
+		return nil // not every scope inside has its record
+	case r.count && c.recs[0].tokens < 0:
+		return nil // not counted
+	case r.track != nil && u.drops != nil && (c.track == nil || r.fixed != 0):
+		// A tracking pass renders every scope with drops in it again, so
+		// that it sees the lists inside, unless an earlier tracking pass
+		// left what it saw there with the scope.
+		return nil
+	}
+	return c
+}
+
+// fromCache writes the cached rendering c of the scope at plan index idx
+// and takes its records, whose places and plan indexes become this pass's.
+func (r *renderer) fromCache(c *cached, idx int, buf []byte) []byte {
+	if r.track != nil && c.track != nil {
+		r.track.add(c.track, len(buf), idx)
+	}
+	at := len(r.recs)
+	if r.lean && len(c.recs) > 1 {
+		r.blocks = append(r.blocks, block{at: at, base: idx, off: len(buf), recs: c.recs})
+		r.recs = append(r.recs, c.recs[0])
+		r.recs[at].inside = 0 // they are in the block
+	} else {
+		r.recs = append(r.recs, c.recs...)
+	}
+	for j := at; j < len(r.recs); j++ {
+		r.recs[j].at += len(buf)
+		if r.plan == nil {
+			r.recs[j].idx = -1
+		} else {
+			r.recs[j].idx += int32(idx)
+		}
+	}
+	if r.plan != nil {
+		r.next = idx + r.plan.scopes[idx].size + 1
+	}
+	r.kept += c.kept
+	r.dropped += c.dropped
+	return append(buf, c.text...)
+}
+
+// scopeChildren renders the scope's children with its parent's separator.
+func (r *renderer) scopeChildren(s *Scope, buf []byte, tracking bool) []byte {
 	r.depth++
 	if s.Truncatable {
 		r.fixed++ // what is inside may be cut
 	}
-	buf = r.join(buf, s.Children, sep)
-	if trackFrom >= 0 {
+	buf = r.join(buf, s.Children, r.sep)
+	if tracking {
 		r.track.recording--
 	}
 	if s.Truncatable {
 		r.fixed--
 	}
 	r.depth--
-	if s.Notice != nil && len(buf) > start && r.dropped > droppedBefore {
-		r.offPlan++
-		buf, _ = r.joinOne(buf, s.Notice(r.dropped-droppedBefore), sep, true)
-		r.offPlan--
+	return buf
+}
+
+// scopeNotice adds the scope's notice when scopes inside it were dropped
+// and something of it is left.
+func (r *renderer) scopeNotice(s *Scope, buf []byte, start, droppedBefore int) []byte {
+	if s.Notice == nil || len(buf) == start || r.dropped == droppedBefore {
+		return buf
 	}
-	var cut *cutInfo
-	if s.Truncatable && len(buf) > start {
-		limit := s.MaxTokens
-		if r.plan != nil && idx >= 0 {
-			if l, ok := r.plan.trunc[idx]; ok && (limit == 0 || l < limit) {
-				limit = l
-			}
-		}
-		if limit > 0 && r.counter != nil {
-			text := string(buf[start:])
-			if r.counter.Count(text) > limit {
-				out, info := cutLines(text, limit, r.counter, label(s))
-				buf = append(buf[:start], out...)
-				cut = &info
-			}
-		}
+	r.offPlan++
+	buf, _ = r.joinOne(buf, s.Notice(r.dropped-droppedBefore), r.sep, true)
+	r.offPlan--
+	return buf
+}
+
+// cutScope cuts a truncatable scope's text, buf[start:], to the lower of
+// its own limit and the plan's, when it is over.
+func (r *renderer) cutScope(s *Scope, idx int, buf []byte, start int) ([]byte, *cutInfo) {
+	if !s.Truncatable || len(buf) == start || r.counter == nil {
+		return buf, nil
 	}
-	if slot >= 0 {
-		rc := &r.recs[slot]
-		rc.text = string(buf[start:])
-		rc.at = start
-		rc.inside = int32(len(r.recs) - slot - 1)
-		rc.cut = cut
-		rc.emptied = len(buf) == start && r.dropped > droppedBefore
-		if r.count && r.counter != nil {
-			rc.tokens = countText(r.counter, rc.text, start, r.recs[slot+1:], r.depth+1)
+	limit := s.MaxTokens
+	if r.plan != nil && idx >= 0 {
+		if l, ok := r.plan.trunc[idx]; ok && (limit == 0 || l < limit) {
+			limit = l
 		}
 	}
-	if s.Prioritized && len(buf) > start && r.offPlan == 0 {
-		r.kept++
+	if limit <= 0 {
+		return buf, nil
 	}
-	if r.track != nil && trackFrom < 0 {
-		// A tracking pass renders scopes found in the cache again, for
-		// their lists: they are there already.
-	} else if useCache && slot >= 0 && r.err == nil && r.plan == nil && r.settled && r.fixed == 0 && len(r.recs)-slot >= shareMin {
+	text := string(buf[start:])
+	if r.counter.Count(text) <= limit {
+		return buf, nil
+	}
+	out, info := cutLines(text, limit, r.counter, label(s))
+	return append(buf[:start], out...), &info
+}
+
+// closeRecord fills in the scope's record once its text is final.
+func (r *renderer) closeRecord(slot int, buf []byte, start int, cut *cutInfo, droppedBefore int) {
+	rc := &r.recs[slot]
+	rc.text = string(buf[start:])
+	rc.at = start
+	rc.inside = int32(len(r.recs) - slot - 1)
+	rc.cut = cut
+	rc.emptied = len(buf) == start && r.dropped > droppedBefore
+	if r.count && r.counter != nil {
+		rc.tokens = countText(r.counter, rc.text, start, r.recs[slot+1:], r.depth+1)
+	}
+}
+
+// storeScope makes what the cache keeps of the scope whose record is at
+// slot: its text and records, with places from start and plan indexes
+// from idx.
+func (r *renderer) storeScope(idx, slot, start, keptBefore, droppedBefore int) *cached {
+	kept, dropped := r.kept-keptBefore, r.dropped-droppedBefore
+	if r.plan == nil && r.settled && r.fixed == 0 && len(r.recs)-slot >= shareMin {
 		// Nothing takes these records back or writes them again (see
 		// renderer.settled): the cache copies them when first asked. (Few
 		// are copied at once: what the cache keeps of a pass's records
 		// keeps all of them.)
-		r.cache.put(ck, drops, &cached{text: r.recs[slot].text, src: r.recs[slot:len(r.recs):len(r.recs)], base: start, kept: r.kept - keptBefore, dropped: r.dropped - droppedBefore})
-	} else if useCache && slot >= 0 && r.err == nil {
-		src := r.recsFrom(slot)
-		v := newCached(len(src))
-		recs := v.recs
-		copy(recs, src)
-		for j := range recs {
-			recs[j].at -= start
-			if r.plan == nil {
-				recs[j].idx = int32(j) // every scope inside renders a record
-			} else {
-				recs[j].idx -= int32(idx)
-			}
-		}
-		v.text, v.kept, v.dropped = r.recs[slot].text, r.kept-keptBefore, r.dropped-droppedBefore
-		if trackFrom >= 0 {
-			v.track = r.track.fragment(trackFrom, trackLists, start, idx)
-		}
-		r.cache.put(ck, drops, v)
+		return &cached{text: r.recs[slot].text, src: r.recs[slot:len(r.recs):len(r.recs)], base: start, kept: kept, dropped: dropped}
 	}
-	return buf
+	src := r.recsFrom(slot)
+	v := newCached(len(src))
+	copy(v.recs, src)
+	for j := range v.recs {
+		v.recs[j].at -= start
+		if r.plan == nil {
+			v.recs[j].idx = int32(j) // every scope inside renders a record
+		} else {
+			v.recs[j].idx -= int32(idx)
+		}
+	}
+	v.text, v.kept, v.dropped = r.recs[slot].text, kept, dropped
+	return v
 }
 
 // recsFrom returns the records from index slot on as a full pass makes
