@@ -69,33 +69,15 @@ func PrepareImport(cats []Category, now time.Time, ms []Memory) ([]Memory, error
 	index := make(map[string]int, len(ms))
 	clean := make([]Memory, len(ms))
 	for i, m := range ms {
-		bad := func(err error) error { return &ImportError{Index: i, ID: m.ID, Err: err} }
-		if m.ID == "" {
-			return nil, bad(errors.New("missing id"))
-		}
-		if _, dup := index[m.ID]; dup {
-			return nil, bad(errors.New("id appears twice"))
+		if _, dup := index[m.ID]; dup && m.ID != "" {
+			return nil, &ImportError{Index: i, ID: m.ID, Err: errDuplicateID}
 		}
 		index[m.ID] = i
-		if err := CheckCategory(cats, m.Category); err != nil {
-			return nil, bad(err)
-		}
-		content, err := Normalize(m.Content)
+		c, err := prepareOne(cats, now, m)
 		if err != nil {
-			return nil, bad(err)
+			return nil, &ImportError{Index: i, ID: m.ID, Err: err}
 		}
-		m.Content = content
-		if m.CreatedAt.IsZero() {
-			m.CreatedAt = now
-		}
-		m.CreatedAt = m.CreatedAt.UTC()
-		if err := CheckTime(m.CreatedAt); err != nil {
-			return nil, bad(err)
-		}
-		if m.SupersededBy == m.ID {
-			return nil, bad(fmt.Errorf("superseded_by names the memory itself: %w", ErrCycle))
-		}
-		clean[i] = m
+		clean[i] = c
 	}
 	// Each memory has at most one outgoing link, so following links from
 	// every memory in turn, marking what each walk visits, finds every loop
@@ -141,6 +123,37 @@ func PrepareImport(cats []Category, now time.Time, ms []Memory) ([]Memory, error
 		}
 	}
 	return clean, nil
+}
+
+// errDuplicateID is an import's id given twice.
+var errDuplicateID = errors.New("id appears twice")
+
+// prepareOne is PrepareImport's check and cleaning of one memory, alone:
+// an id, a known category, content that normalises, a time in range (a
+// zero one becomes now), no superseded_by naming itself.
+func prepareOne(cats []Category, now time.Time, m Memory) (Memory, error) {
+	if m.ID == "" {
+		return m, errors.New("missing id")
+	}
+	if err := CheckCategory(cats, m.Category); err != nil {
+		return m, err
+	}
+	content, err := Normalize(m.Content)
+	if err != nil {
+		return m, err
+	}
+	m.Content = content
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = now
+	}
+	m.CreatedAt = m.CreatedAt.UTC()
+	if err := CheckTime(m.CreatedAt); err != nil {
+		return m, err
+	}
+	if m.SupersededBy == m.ID {
+		return m, fmt.Errorf("superseded_by names the memory itself: %w", ErrCycle)
+	}
+	return m, nil
 }
 
 func joinIDs(ids []string) string {

@@ -562,7 +562,8 @@ func (e *ImportError) Error() string {
 
 func (e *ImportError) Unwrap() error { return e.Err }
 
-// MaxImport is the most memories one Import takes.
+// MaxImport is the most memories one Import takes, as a slice held in
+// memory; [Streamer.ImportFrom] has no such bound.
 const MaxImport = 1_000_000
 
 // Import implements [Store]. Ids, times, users, chats and superseded_by
@@ -572,84 +573,15 @@ const MaxImport = 1_000_000
 // names a memory of another scope, or closes a loop fails the whole import
 // with an *[ImportError] (see [PrepareImport] and [CheckImportLinks]).
 //
-// Everything is checked before the write lock is taken; the insert is one
-// transaction, so other writers wait for it (up to their bound) rather
-// than see part of it.
+// It is ImportFrom over ms (see stream.go): the memories are checked and
+// staged before the write lock is taken; the insert is one transaction, so
+// other writers wait for it (up to their bound) rather than see part of
+// it. PostgreSQL's store checks the same with PrepareImport and
+// CheckImportLinks in Go, the reference the conformance tests hold both to.
 func (s *SQLite) Import(ctx context.Context, ms []Memory) error {
 	if len(ms) > MaxImport {
 		return fmt.Errorf("import of %d memories: the limit is %d", len(ms), MaxImport)
 	}
-	s.wmu.Lock()
-	now := s.now().UTC()
-	s.wmu.Unlock()
-	clean, err := PrepareImport(s.cats, now, ms)
-	if err != nil {
-		return err
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	err = s.retry(ctx, func() error {
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		look, err := tx.PrepareContext(ctx, `SELECT user FROM memories WHERE id = ?`)
-		if err != nil {
-			return err
-		}
-		defer look.Close()
-		err = CheckImportLinks(clean, func(id string) (string, bool, error) {
-			var user string
-			err := look.QueryRowContext(ctx, id).Scan(&user)
-			if errors.Is(err, sql.ErrNoRows) {
-				return "", false, nil
-			}
-			return user, err == nil, err
-		})
-		var ie *ImportError
-		if errors.As(err, &ie) {
-			return &userError{err}
-		}
-		if err != nil {
-			return err
-		}
-		// The change counter moves once for the whole import rather than
-		// once per row (see insertTrigger), and the rows are indexed in one
-		// statement after they are in: row by row, the index writes a
-		// segment per row and spends the import merging them. A rollback
-		// restores both triggers.
-		if _, err := tx.ExecContext(ctx, `DROP TRIGGER memories_changed_insert; DROP TRIGGER memories_fts_insert`); err != nil {
-			return err
-		}
-		var lastSeq int64
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM memories`).Scan(&lastSeq); err != nil {
-			return err
-		}
-		stmt, err := tx.PrepareContext(ctx, insertSQL+` ON CONFLICT (id) DO NOTHING`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for i, m := range clean {
-			res, err := stmt.ExecContext(ctx, m.ID, m.Category, m.Content, m.User, m.Chat, m.CreatedAt.Unix(), m.CreatedAt.Nanosecond(), m.SupersededBy, m.Forgotten)
-			if err != nil {
-				return err
-			}
-			if k, _ := res.RowsAffected(); k == 0 {
-				return &userError{&ImportError{Index: i, ID: m.ID, Err: errors.New("id already exists in the store")}}
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE changes SET n = n + 1`); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO memories_fts (rowid, content, category) SELECT seq, content, category FROM memories WHERE seq > ?`, lastSeq); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, insertTrigger+`; `+ftsInsertTrigger); err != nil {
-			return err
-		}
-		return tx.Commit()
-	})
-	return s.dbErr(err)
+	_, err := s.ImportFrom(ctx, SliceSource(ms))
+	return err
 }

@@ -24,30 +24,13 @@ func ReadFileLimit(name string, limit int64, in io.Reader) ([]byte, error) {
 	if limit <= 0 {
 		limit = DefaultReadLimit
 	}
-	var r io.Reader
-	if name == "-" {
-		if in == nil {
-			in = os.Stdin
-		}
-		r = in
-	} else {
-		// O_NONBLOCK: opening a FIFO with no writer must not hang.
-		f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case st.IsDir():
-			return nil, fmt.Errorf("%s: is a folder, not a file", name)
-		case st.Mode().IsRegular() && st.Size() > limit:
-			return nil, fmt.Errorf("%s: %w: %d bytes, the limit is %s", name, ErrFileTooLarge, st.Size(), sizeName(limit))
-		}
-		r = f
+	r, size, err := OpenInput(name, in)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if size > limit {
+		return nil, fmt.Errorf("%s: %w: %d bytes, the limit is %s", name, ErrFileTooLarge, size, sizeName(limit))
 	}
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
@@ -57,6 +40,38 @@ func ReadFileLimit(name string, limit int64, in io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w: more than %s", displayName(name), ErrFileTooLarge, sizeName(limit))
 	}
 	return data, nil
+}
+
+// OpenInput opens a file named on the command line for reading as a
+// stream, or standard input for "-" (given as in; closing it does
+// nothing). A folder is refused by name. size is a regular file's size,
+// else -1; the reader puts no bound on what it reads.
+func OpenInput(name string, in io.Reader) (r io.ReadCloser, size int64, err error) {
+	if name == "-" {
+		if in == nil {
+			in = os.Stdin
+		}
+		return io.NopCloser(in), -1, nil
+	}
+	// O_NONBLOCK: opening a FIFO with no writer must not hang.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if st.IsDir() {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s: is a folder, not a file", name)
+	}
+	size = -1
+	if st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	return f, size, nil
 }
 
 func displayName(name string) string {

@@ -122,70 +122,182 @@ type record struct {
 	Forgotten    bool   `json:"forgotten,omitempty"`
 }
 
-// maxImportFile bounds the JSONL file memory import reads.
-const maxImportFile = 64 << 20
+// maxImportLine bounds one line of an import file. A memory's content is
+// at most memory.MaxContentBytes (JSON may spell it six times longer); the
+// bound is well above that, so an over-long content is reported as such,
+// and low enough that a line never costs much memory. The file as a whole
+// has no bound: it is read a line at a time.
+const maxImportLine = 4 << 20
 
 func importRun(opts *Options) error {
-	data, err := cmdutil.ReadFileLimit(opts.File, maxImportFile, opts.IO.In)
+	in, _, err := cmdutil.OpenInput(opts.File, opts.IO.In)
 	if err != nil {
 		return err
 	}
-	ms, lines, err := parseJSONL(opts.File, data)
-	if err != nil {
-		return err
-	}
+	defer in.Close()
 	s, err := openStore(opts, false)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if err := s.Import(context.Background(), ms); err != nil {
+	src := &lineSource{name: opts.File, r: bufio.NewReaderSize(in, 64<<10)}
+	n, err := importAll(s, src)
+	if err != nil {
+		var le *lineError
 		var ie *memory.ImportError
-		if errors.As(err, &ie) {
-			return fmt.Errorf("%s:%d: %w", opts.File, lines[ie.Index], err)
+		switch {
+		case errors.As(err, &le):
+			return le
+		case errors.As(err, &ie):
+			return fmt.Errorf("%s:%d: %w", opts.File, src.lineOf(ie.Index), err)
 		}
 		return fmt.Errorf("%s: %w", opts.File, err)
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "imported %d memories from %s\n", len(ms), opts.File)
+	fmt.Fprintf(opts.IO.ErrOut, "imported %d memories from %s\n", n, opts.File)
 	return nil
 }
 
-// parseJSONL reads import lines; lines[i] is the line number of ms[i].
-// Blank lines are skipped.
-func parseJSONL(name string, data []byte) (ms []memory.Memory, lines []int, err error) {
-	text, _ := workspace.Normalize(data)
-	for i, line := range strings.Split(text, "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
+// importAll streams src into a store that can take a stream (SQLite),
+// holding one line at a time; any other store gets the memories as one
+// slice, within memory.MaxImport.
+func importAll(s memory.Store, src *lineSource) (int, error) {
+	ctx := context.Background()
+	if st, ok := s.(memory.Streamer); ok {
+		return st.ImportFrom(ctx, src.next)
+	}
+	var ms []memory.Memory
+	for {
+		m, err := src.next()
+		if err == io.EOF {
+			break
 		}
-		bad := func(format string, args ...any) error {
-			return fmt.Errorf("%s:%d: %s", name, i+1, fmt.Sprintf(format, args...))
+		if err != nil {
+			return 0, err
 		}
-		var r record
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			return nil, nil, bad("%v", err)
-		}
-		if dec.More() {
-			return nil, nil, bad("more than one JSON value on the line")
-		}
-		m := memory.Memory{ID: r.ID, Category: r.Category, Content: r.Content, User: r.User, Chat: r.Chat, SupersededBy: r.SupersededBy, Forgotten: r.Forgotten}
-		if r.CreatedAt != "" {
-			t, err := time.Parse(time.RFC3339Nano, r.CreatedAt)
-			if err != nil {
-				return nil, nil, bad("created_at %q is not an RFC 3339 time (years 0000–9999)", r.CreatedAt)
-			}
-			if t.IsZero() {
-				// The store reads the zero time as "no time given".
-				return nil, nil, bad("created_at %q is Go's zero time, which means \"no time\"; leave created_at out instead", r.CreatedAt)
-			}
-			m.CreatedAt = t
+		if len(ms) == memory.MaxImport {
+			return 0, fmt.Errorf("more than %d memories: this store imports them in one piece; use SQLite for more", memory.MaxImport)
 		}
 		ms = append(ms, m)
-		lines = append(lines, i+1)
 	}
-	return ms, lines, nil
+	return len(ms), s.Import(ctx, ms)
+}
+
+// lineError is a line of an import file that cannot be read; it names
+// the file and the line.
+type lineError struct {
+	name string
+	line int
+	msg  string
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("%s:%d: %s", e.name, e.line, e.msg) }
+
+// lineSource reads an import file's lines as memories, one at a time.
+// Blank lines are skipped; skips remembers where, so that an error about
+// the i-th memory can name its line without a table of every line.
+type lineSource struct {
+	name  string
+	r     *bufio.Reader
+	line  int // lines read
+	count int // memories returned
+	skips []skip
+}
+
+// skip says that from memory index on, blank lines seen so far number
+// blanks.
+type skip struct{ index, blanks int }
+
+// lineOf is the line number of the memory at index i.
+func (l *lineSource) lineOf(i int) int {
+	blanks := 0
+	for _, s := range l.skips {
+		if s.index > i {
+			break
+		}
+		blanks = s.blanks
+	}
+	return i + 1 + blanks
+}
+
+func (l *lineSource) next() (memory.Memory, error) {
+	for {
+		raw, err := l.readLine()
+		if err != nil {
+			return memory.Memory{}, err
+		}
+		l.line++
+		text, _ := workspace.Normalize(raw)
+		if strings.TrimSpace(text) == "" {
+			blanks := l.line - l.count
+			if n := len(l.skips); n > 0 && l.skips[n-1].index == l.count {
+				l.skips[n-1].blanks = blanks
+			} else {
+				l.skips = append(l.skips, skip{l.count, blanks})
+			}
+			continue
+		}
+		m, err := parseRecord(text)
+		if err != nil {
+			return memory.Memory{}, &lineError{l.name, l.line, err.Error()}
+		}
+		l.count++
+		return m, nil
+	}
+}
+
+// readLine returns the next line with its newline, io.EOF after the last;
+// a line over maxImportLine is an error naming it.
+func (l *lineSource) readLine() ([]byte, error) {
+	var acc []byte
+	for {
+		part, err := l.r.ReadSlice('\n')
+		if len(acc)+len(part) > maxImportLine {
+			return nil, &lineError{l.name, l.line + 1, fmt.Sprintf("line longer than %d bytes, the bound for one memory", maxImportLine)}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			acc = append(acc, part...)
+			continue
+		case err == io.EOF && len(acc)+len(part) > 0:
+			return append(acc, part...), nil
+		case err != nil:
+			if err != io.EOF {
+				err = fmt.Errorf("%s: %w", l.name, err)
+			}
+			return nil, err
+		}
+		if acc == nil {
+			return part, nil // valid until the next read; parsed before it
+		}
+		return append(acc, part...), nil
+	}
+}
+
+// parseRecord reads one import line (without blank space around it
+// mattering) as a memory.
+func parseRecord(line string) (memory.Memory, error) {
+	var r record
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return memory.Memory{}, err
+	}
+	if dec.More() {
+		return memory.Memory{}, errors.New("more than one JSON value on the line")
+	}
+	m := memory.Memory{ID: r.ID, Category: r.Category, Content: r.Content, User: r.User, Chat: r.Chat, SupersededBy: r.SupersededBy, Forgotten: r.Forgotten}
+	if r.CreatedAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, r.CreatedAt)
+		if err != nil {
+			return memory.Memory{}, fmt.Errorf("created_at %q is not an RFC 3339 time (years 0000–9999)", r.CreatedAt)
+		}
+		if t.IsZero() {
+			// The store reads the zero time as "no time given".
+			return memory.Memory{}, fmt.Errorf("created_at %q is Go's zero time, which means \"no time\"; leave created_at out instead", r.CreatedAt)
+		}
+		m.CreatedAt = t
+	}
+	return m, nil
 }
 
 func exportRun(opts *Options) error {
@@ -201,12 +313,7 @@ func exportRun(opts *Options) error {
 		return err
 	}
 	defer s.Close()
-	ms, err := s.List(context.Background(), memory.Query{AllUsers: true, All: true})
-	if err != nil {
-		return err
-	}
-	slices.Reverse(ms) // oldest first, so an import keeps the order
-	if err := writeJSONL(opts.IO.Out, ms); err != nil {
+	if err := exportAll(s, opts.IO.Out); err != nil {
 		return err
 	}
 	if opts.FilesDir == "" {
@@ -241,26 +348,53 @@ func exportRun(opts *Options) error {
 	return nil
 }
 
-func writeJSONL(out io.Writer, ms []memory.Memory) error {
-	w := bufio.NewWriter(out)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	for _, m := range ms {
-		buf.Reset()
-		if err := enc.Encode(record{
-			ID:           m.ID,
-			Category:     m.Category,
-			Content:      m.Content,
-			CreatedAt:    m.CreatedAt.UTC().Format(time.RFC3339Nano),
-			User:         m.User,
-			Chat:         m.Chat,
-			SupersededBy: m.SupersededBy,
-			Forgotten:    m.Forgotten,
-		}); err != nil {
+// exportAll writes every memory as a JSONL line, oldest first, so an
+// import keeps the order: streamed from a store that can (SQLite), one
+// line at a time, else from one listing.
+func exportAll(s memory.Store, out io.Writer) error {
+	w := &recordWriter{w: bufio.NewWriterSize(out, 64<<10)}
+	w.enc = json.NewEncoder(&w.buf)
+	w.enc.SetEscapeHTML(false)
+	if st, ok := s.(memory.Streamer); ok {
+		if err := st.ExportTo(context.Background(), w.write); err != nil {
 			return err
 		}
-		w.Write(buf.Bytes())
+		return w.w.Flush()
 	}
-	return w.Flush()
+	ms, err := s.List(context.Background(), memory.Query{AllUsers: true, All: true})
+	if err != nil {
+		return err
+	}
+	slices.Reverse(ms)
+	for _, m := range ms {
+		if err := w.write(m); err != nil {
+			return err
+		}
+	}
+	return w.w.Flush()
+}
+
+// recordWriter writes memories as export lines.
+type recordWriter struct {
+	w   *bufio.Writer
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+func (rw *recordWriter) write(m memory.Memory) error {
+	rw.buf.Reset()
+	if err := rw.enc.Encode(record{
+		ID:           m.ID,
+		Category:     m.Category,
+		Content:      m.Content,
+		CreatedAt:    m.CreatedAt.UTC().Format(time.RFC3339Nano),
+		User:         m.User,
+		Chat:         m.Chat,
+		SupersededBy: m.SupersededBy,
+		Forgotten:    m.Forgotten,
+	}); err != nil {
+		return err
+	}
+	_, err := rw.w.Write(rw.buf.Bytes())
+	return err
 }
