@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -151,11 +152,35 @@ func stage(ctx context.Context, conn *sql.Conn, cats []Category, now time.Time, 
 			conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
 		}
 	}()
-	ins, err := conn.PrepareContext(ctx, `INSERT INTO `+stagingTable+` (seq, `+stagingCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`)
+	// Rows go in stageBatch at a time, one statement each: a statement's
+	// round trip through database/sql costs more than its row. An id
+	// given twice is found by the UNIQUE constraint, and then looked for
+	// in the batch to name the memory.
+	one := `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	ins, err := conn.PrepareContext(ctx, `INSERT INTO `+stagingTable+` (seq, `+stagingCols+`) VALUES `+strings.Repeat(one+`, `, stageBatch-1)+one)
 	if err != nil {
 		return 0, err
 	}
 	defer ins.Close()
+	args := make([]any, 0, 10*stageBatch)
+	flush := func(stmt *sql.Stmt) error {
+		if len(args) == 0 {
+			return nil
+		}
+		if stmt == nil {
+			var err error
+			if stmt, err = conn.PrepareContext(ctx, `INSERT INTO `+stagingTable+` (seq, `+stagingCols+`) VALUES `+strings.Repeat(one+`, `, len(args)/10-1)+one); err != nil {
+				return err
+			}
+			defer stmt.Close()
+		}
+		_, err := stmt.ExecContext(ctx, args...)
+		if err != nil && strings.Contains(err.Error(), "UNIQUE") {
+			return duplicateIn(ctx, conn, args)
+		}
+		args = args[:0]
+		return err
+	}
 	i := 0
 	for ; ; i++ {
 		m, err := next()
@@ -167,17 +192,30 @@ func stage(ctx context.Context, conn *sql.Conn, cats []Category, now time.Time, 
 		}
 		c, err := prepareOne(cats, now, m)
 		if err != nil {
+			// An id given twice, earlier in the batch or here, comes
+			// first, as in PrepareImport.
+			if err := flush(nil); err != nil {
+				return 0, err
+			}
+			if m.ID != "" {
+				if err := duplicateIn(ctx, conn, []any{i, m.ID}); err != nil {
+					if _, dup := err.(*userError); dup {
+						return 0, err
+					}
+				}
+			}
 			return 0, &userError{&ImportError{Index: i, ID: m.ID, Err: err}}
 		}
-		res, err := ins.ExecContext(ctx, i, c.ID, c.Category, c.Content, c.User, c.Chat, c.CreatedAt.Unix(), c.CreatedAt.Nanosecond(), c.SupersededBy, c.Forgotten)
-		if err != nil {
-			return 0, err
-		}
-		if k, _ := res.RowsAffected(); k == 0 {
-			return 0, &userError{&ImportError{Index: i, ID: c.ID, Err: errDuplicateID}}
+		args = append(args, i, c.ID, c.Category, c.Content, c.User, c.Chat, c.CreatedAt.Unix(), c.CreatedAt.Nanosecond(), c.SupersededBy, c.Forgotten)
+		if len(args) == cap(args) {
+			if err := flush(ins); err != nil {
+				return 0, err
+			}
 		}
 	}
-	ins.Close()
+	if err := flush(nil); err != nil {
+		return 0, err
+	}
 	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
 		return 0, err
 	}
@@ -185,20 +223,54 @@ func stage(ctx context.Context, conn *sql.Conn, cats []Category, now time.Time, 
 	return i, nil
 }
 
+// stageBatch is how many memories one staging statement writes.
+const stageBatch = 50
+
+// duplicateIn names the first memory of a refused batch (its arguments,
+// ten a memory; a lone seq and id will do) whose id is staged already or
+// earlier in the batch.
+func duplicateIn(ctx context.Context, conn *sql.Conn, args []any) error {
+	seen := map[string]bool{}
+	for k := 0; k+1 < len(args); k += 10 {
+		seq, id := args[k].(int), args[k+1].(string)
+		var n int
+		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM `+stagingTable+` WHERE id = ?`, id).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 || seen[id] {
+			return &userError{&ImportError{Index: seq, ID: id, Err: errDuplicateID}}
+		}
+		seen[id] = true
+	}
+	return errors.New("staging an import: a UNIQUE constraint failed with no id given twice")
+}
+
 // stagedLoop refuses superseded_by links that loop among the staged
 // memories, with PrepareImport's error. Each memory has one link at most,
-// so the memories whose links end (at no link, or at a memory outside the
-// import) are found walking back from those ends; the first one left over
-// leads into a loop.
+// so the linked memories whose links end (at a memory that links nowhere
+// inside the import) are found walking back from those ends; the first one
+// left over leads into a loop.
 func stagedLoop(ctx context.Context, conn *sql.Conn) error {
+	// Only memories linked to another staged one can be in a loop, or
+	// lead into one: they are few next to the import, so the walk is over
+	// them alone.
+	if _, err := conn.ExecContext(ctx, `DROP TABLE IF EXISTS temp.loom_import_links;
+		CREATE TABLE temp.loom_import_links AS
+			SELECT s.seq, s.id, s.superseded_by FROM `+stagingTable+` s JOIN `+stagingTable+` t ON t.id = s.superseded_by
+			WHERE s.superseded_by <> '';
+		CREATE INDEX temp.loom_import_links_by ON loom_import_links (superseded_by);
+		CREATE UNIQUE INDEX temp.loom_import_links_id ON loom_import_links (id)`); err != nil {
+		return err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `DROP TABLE IF EXISTS temp.loom_import_links`)
 	var start int64
 	err := conn.QueryRowContext(ctx, `WITH RECURSIVE ends(id) AS (
-			SELECT s.id FROM `+stagingTable+` s
-				WHERE s.superseded_by = '' OR NOT EXISTS (SELECT 1 FROM `+stagingTable+` t WHERE t.id = s.superseded_by)
+			SELECT l.id FROM temp.loom_import_links l
+				WHERE NOT EXISTS (SELECT 1 FROM temp.loom_import_links t WHERE t.id = l.superseded_by)
 			UNION ALL
-			SELECT s.id FROM `+stagingTable+` s JOIN ends e ON s.superseded_by = e.id
+			SELECT l.id FROM temp.loom_import_links l JOIN ends e ON l.superseded_by = e.id
 		)
-		SELECT seq FROM `+stagingTable+` WHERE id NOT IN (SELECT id FROM ends) ORDER BY seq LIMIT 1`).Scan(&start)
+		SELECT seq FROM temp.loom_import_links WHERE id NOT IN (SELECT id FROM ends) ORDER BY seq LIMIT 1`).Scan(&start)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
