@@ -138,6 +138,9 @@ func plainName(s string) bool {
 func decode(r *http.Request, body []byte) (*request, error) {
 	q := &request{}
 	fields, raws, fast := splitRequest(body)
+	if len(raws) > maxRequestMessages {
+		return nil, tooManyMessages()
+	}
 	if fast {
 		q.fields = fields
 	} else if err := json.Unmarshal(body, &q.fields); err != nil || q.fields == nil {
@@ -147,7 +150,11 @@ func decode(r *http.Request, body []byte) (*request, error) {
 		if err := json.Unmarshal(q.fields["messages"], &raws); err != nil || len(raws) == 0 {
 			return nil, ferr("messages", "must be a non-empty array of messages")
 		}
+		if len(raws) > maxRequestMessages {
+			return nil, tooManyMessages()
+		}
 	}
+	q.msgs = make([]messages.Message, 0, len(raws))
 	if s, ok := q.fields["stream"]; ok && string(s) != "null" {
 		if err := json.Unmarshal(s, &q.stream); err != nil {
 			return nil, ferr("stream", "must be a boolean")
@@ -270,6 +277,9 @@ func splitRequest(body []byte) (fields map[string]json.RawMessage, raws []json.R
 					return fields, nil, true
 				}
 				raws = append(raws, m[start:a.i:a.i])
+				if len(raws) > maxRequestMessages {
+					break // refused by the caller; not read further
+				}
 				if !a.eat(',') {
 					break
 				}

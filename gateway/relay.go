@@ -94,3 +94,15 @@ func replyBodyLimit(st *upstream) int64 { return 4*int64(replyLimit(st)) + 1<<20
 func cutNote(limit int) string {
 	return "reply longer than " + strconv.Itoa(limit) + " bytes (llm.max_reply_bytes): saved up to there"
 }
+
+// maxRequestMessages bounds the messages of one request. A decoded message
+// takes some 160 bytes before its text, several times what a tiny one
+// takes in the body, so without a bound a body of a million tiny messages
+// held some 36 times its size while decoding; with it, decoding holds at
+// most about 4 times the body (TestDecodePeakMemory). An agent's history
+// is compacted long before this.
+const maxRequestMessages = 10_000
+
+func tooManyMessages() error {
+	return ferr("messages", "more than %d messages in one request; compact the history", maxRequestMessages)
+}
