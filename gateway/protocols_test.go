@@ -36,6 +36,7 @@ func TestErrorsInTheProtocolsShape(t *testing.T) {
 
 	do := func(method, path string, headers ...string) (int, string, map[string]any) {
 		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(`{"model":"m","max_tokens":5,"input":"hi","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Content-Type", "application/json")
 		for i := 0; i+1 < len(headers); i += 2 {
 			req.Header.Set(headers[i], headers[i+1])
 		}
@@ -69,6 +70,8 @@ func TestErrorsInTheProtocolsShape(t *testing.T) {
 			anthropicErr("not_found_error", `no workspace named "nope"; served: alpha, beta`)},
 		{"POST", "/v1/messages", []string{"X-Api-Key", "wrong", "Anthropic-Version", "2023-06-01"}, 401,
 			anthropicErr("authentication_error", "a valid bearer token is required")},
+		{"POST", "/v1/responses", []string{"Authorization", "Bearer server-token", "Content-Type", "text/plain"}, 415, map[string]any{"error": map[string]any{
+			"message": `the body must be sent as Content-Type: application/json, not "text/plain"`, "type": "invalid_request_error", "param": nil, "code": "unsupported_media_type"}}},
 		{"POST", "/v1/embeddings", bearer, 404, map[string]any{"error": map[string]any{"message": "no route for POST /v1/embeddings",
 			"type": "not_found_error", "param": nil, "code": "not_found"}}},
 	} {

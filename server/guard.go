@@ -143,7 +143,7 @@ func safeMethod(m string) bool {
 // r is refused.
 func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 	if !s.hostAllowed(r.Host) {
-		WriteProblem(w, r, Errorf(http.StatusMisdirectedRequest, CodeHostNotAllowed,
+		s.problem(w, r, Errorf(http.StatusMisdirectedRequest, CodeHostNotAllowed,
 			"this server does not answer to Host %q: only loopback names, and those given with --allowed-hosts", limitText(r.Host)))
 		return false
 	}
@@ -155,7 +155,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 		h.Set("Access-Control-Expose-Headers", "X-Request-Id, X-Loom-Session, X-Loom-Prompt-Tokens, X-Loom-Prefix-Sha256, X-Loom-Dropped, X-Loom-Cache-Break, Retry-After")
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE")
-			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id, X-Loom-Session, X-Loom-Channel, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-Id")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id, X-Loom-Session, X-Loom-Channel, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-Id, X-Api-Key, Anthropic-Version, Anthropic-Beta")
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return false
@@ -165,12 +165,12 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	if err := s.crossOrigin.Check(r); err != nil {
-		WriteProblem(w, r, Errorf(http.StatusForbidden, CodeCrossOrigin,
+		s.problem(w, r, Errorf(http.StatusForbidden, CodeCrossOrigin,
 			"a request that changes state must come from this server's own pages or a client that is not a browser (%v); --cors-origin lets a named origin in", err))
 		return false
 	}
 	if r.ContentLength != 0 && !jsonBody(r.Header.Get("Content-Type")) && !s.ValidFormToken(r.Header.Get(FormTokenHeader)) {
-		WriteProblem(w, r, Errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
+		s.problem(w, r, Errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
 			"the body must be sent as Content-Type: application/json, not %q", limitText(r.Header.Get("Content-Type"))))
 		return false
 	}
