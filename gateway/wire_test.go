@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -103,5 +102,5 @@ func TestWireAgreesWithOpenAIEncoder(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Fatal("the array means something else than before")
 	}
-	t.Log(fmt.Sprintf("%d of %d messages on the fast path", fast, len(all)))
+	t.Logf("%d of %d messages on the fast path", fast, len(all))
 }

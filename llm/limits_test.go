@@ -17,9 +17,9 @@ import (
 
 var hi = llm.Request{Messages: []messages.Message{{Role: messages.RoleUser, Content: messages.TextContent("hi")}}}
 
-// peakHeap runs f while sampling the live heap, and returns f's error and
-// how far the heap rose above where it started.
-func peakHeap(f func() error) (error, uint64) {
+// peakHeap runs f while sampling the live heap, and returns how far the
+// heap rose above where it started, and f's error.
+func peakHeap(f func() error) (uint64, error) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -46,7 +46,7 @@ func peakHeap(f func() error) (error, uint64) {
 	err := f()
 	close(stop)
 	wg.Wait()
-	return err, peak.Load()
+	return peak.Load(), err
 }
 
 // A model that never stops, or sends 100 MB, is cut with ErrReplyTooLarge
@@ -78,7 +78,7 @@ func TestReplyTooLarge(t *testing.T) {
 				}
 				var got strings.Builder
 				var res llm.Response
-				err, peak := peakHeap(func() error {
+				peak, err := peakHeap(func() error {
 					var err error
 					if c.stream {
 						res, err = client.Stream(context.Background(), hi, func(d string) { got.WriteString(d) })

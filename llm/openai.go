@@ -78,7 +78,7 @@ func (o *openaiClient) body(req Request, stream bool) ([]byte, error) {
 	p := openaiRequest{Model: cmpOr(req.Model, cfg.Model), Messages: wire,
 		MaxTokens: cmpOr(req.MaxTokens, cfg.MaxTokens), Temperature: req.Temperature}
 	for _, t := range req.Tools {
-		p.Tools = append(p.Tools, openaiTool{Type: "function", Function: openaiFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+		p.Tools = append(p.Tools, openaiTool{Type: "function", Function: openaiFunction(t)})
 	}
 	switch req.ToolChoice.Mode {
 	case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:

@@ -354,7 +354,7 @@ func (s *Server) list(ctx context.Context, st memory.Store, q memory.Query) ([]m
 		}
 		stamp = "v" + strconv.FormatUint(v, 10)
 	default:
-		ms, err := st.(memory.Store).List(ctx, q)
+		ms, err := st.List(ctx, q)
 		return ms, lowered(ms), err
 	}
 	s.storeMu.Lock()

@@ -333,7 +333,7 @@ func TestReportWithoutBudget(t *testing.T) {
 	}
 }
 
-type failWriter struct{ after int }
+type failWriter struct{}
 
 func (w *failWriter) Write(p []byte) (int, error) { return 0, errors.New("disk full") }
 

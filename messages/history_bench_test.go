@@ -58,5 +58,8 @@ func BenchmarkReadHistoryArrayWhole(b *testing.B) {
 			}
 			out = append(out, m)
 		}
+		if len(out) != len(raws) {
+			b.Fatalf("%d messages of %d", len(out), len(raws))
+		}
 	}
 }

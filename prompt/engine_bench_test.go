@@ -293,10 +293,7 @@ func BenchmarkStatFloor(b *testing.B) {
 	for _, size := range []string{"large", "x10"} {
 		b.Run(size, func(b *testing.B) {
 			dir := engineWorkspace(b, size)
-			var files []string
-			for _, f := range append(append([]string{}, prompt.BootstrapFiles...), "memory/MEMORY.md", "loom.yaml") {
-				files = append(files, f)
-			}
+			files := append(append([]string{}, prompt.BootstrapFiles...), "memory/MEMORY.md", "loom.yaml")
 			for _, pattern := range []string{"skills/*/SKILL.md", "agent/skills/*.md"} {
 				m, _ := filepath.Glob(filepath.Join(dir, pattern))
 				for _, p := range m {

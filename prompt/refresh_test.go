@@ -99,7 +99,7 @@ func TestResultsKeptPerOptions(t *testing.T) {
 		t.Error("the builder kept more results than its bound")
 	}
 	// An edit reaches every kept result.
-	bob = render("bob")
+	render("bob")
 	if err := os.WriteFile(agents, []byte("# Agent\n\nBe thorough.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
