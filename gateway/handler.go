@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/loomctx/loom/fit"
 	"github.com/loomctx/loom/internal/redact"
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/messages"
@@ -61,6 +63,9 @@ type LastReport struct {
 	At      time.Time       `json:"at"`
 	Render  prompt.Report   `json:"render"`
 	Build   messages.Report `json:"build"`
+	// Fit says what fitting the request into the model's context window
+	// left out and why.
+	Fit *fit.Report `json:"fit,omitempty"`
 }
 
 // Mount adds the gateway's routes to s.
@@ -175,6 +180,7 @@ func decode(r *http.Request, body []byte) (*request, error) {
 	if q.user == "" {
 		q.user = str("user_id")
 	}
+	q.chatLimits()
 	q.key = firstOf(r.Header.Get("X-Loom-Session"), str("loom_session"), str("session_id"), q.user)
 	if q.key != "" && !plainName(q.key) {
 		return nil, ferr("X-Loom-Session", "a session id is 1 to 128 letters, digits and - _ . : @, not starting with a dot")
@@ -399,6 +405,7 @@ type built struct {
 	body    parts              // for an OpenAI-compatible upstream
 	render  *prompt.Result
 	report  messages.Report
+	fit     *fit.Report // nil when nothing was counted
 	dropped int
 	brk     string
 }
@@ -407,7 +414,7 @@ type built struct {
 // conversation and the rendered prompt: the client's system messages put
 // with loom's as loom.yaml says, the runtime block and skills on the last
 // user message, a tool loop after it kept as it came.
-func (g *Gateway) build(ws *server.Workspace, st *upstream, q *turnRequest, res *prompt.Result) (*built, error) {
+func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream, q *turnRequest, res *prompt.Result) (*built, error) {
 	opts := messages.Options{Counter: st.counter}
 	sys, err := g.systemFor(res, strings.Join(q.clientSys, "\n\n"), st.cfg.Gateway.ClientSystemMode(), st.counter)
 	if err != nil {
@@ -473,7 +480,28 @@ func (g *Gateway) build(ws *server.Workspace, st *upstream, q *turnRequest, res 
 		}
 		final = append(final, m)
 	}
+	fr, err := g.fitTurn(ctx, ws, st, q, final, &sys, &res)
+	if err != nil {
+		return nil, err
+	}
+	if fr != nil && fr.Report.Changed() {
+		// The cache report describes what is sent: the note and the kept
+		// history after a (possibly new) system prompt.
+		kept := fr.History(history)
+		again, err := messages.Build(messages.Turn{History: kept,
+			Message: text, Role: messages.RoleUser, Runtime: rt, Skills: server.SkillExpander{Set: set}}, opts)
+		if err != nil {
+			return nil, err
+		}
+		if err := sys.completeReport(&again.Report, kept, opts); err != nil {
+			return nil, err
+		}
+		b.Report, final = again.Report, fr.Messages
+	}
 	out := &built{msgs: final, sys: sys, render: res, report: b.Report}
+	if fr != nil {
+		out.fit = &fr.Report
+	}
 	for _, e := range res.Report.Sections() {
 		if e.Status == md.Dropped || e.Status == md.Truncated {
 			out.dropped++
@@ -486,7 +514,7 @@ func (g *Gateway) build(ws *server.Workspace, st *upstream, q *turnRequest, res 
 		if len(g.reports) >= 4096 {
 			clear(g.reports)
 		}
-		g.reports[k] = &LastReport{Session: q.key, At: rt.Now.UTC(), Render: res.Report, Build: b.Report}
+		g.reports[k] = &LastReport{Session: q.key, At: rt.Now.UTC(), Render: res.Report, Build: b.Report, Fit: out.fit}
 		g.mu.Unlock()
 		if prev != nil {
 			if d := messages.CacheDiff(prev.Build, b.Report); d.Changed {
@@ -682,7 +710,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, st *upstream, 
 // loomHeaders sets the X-Loom-* headers of the reply.
 func (g *Gateway) loomHeaders(w http.ResponseWriter, q *request, b *built) {
 	h := w.Header()
-	h.Set("X-Loom-Prompt-Tokens", strconv.Itoa(b.report.Prefix.SystemTokens))
+	if b.fit != nil {
+		h.Set("X-Loom-Prompt-Tokens", strconv.Itoa(b.fit.Tokens))
+		h.Set("X-Loom-History-Dropped", strconv.Itoa(b.fit.Dropped))
+	}
 	h.Set("X-Loom-Prefix-Sha256", b.report.Prefix.SHA256)
 	h.Set("X-Loom-Dropped", strconv.Itoa(b.dropped))
 	if b.brk != "" {

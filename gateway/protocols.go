@@ -469,6 +469,7 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request, ws *server.W
 	}
 	q := &request{turnRequest: turnRequest{msgs: append(history, t.Messages...), clientSys: t.System, user: t.User,
 		channel: r.Header.Get("X-Loom-Channel")}, stream: t.Stream}
+	q.limits(t)
 	if !t.NoStore {
 		q.key = firstOf(r.Header.Get("X-Loom-Session"), t.Session, prevKey, t.User)
 		if q.key == "" {
@@ -593,6 +594,7 @@ func anthropicTurn(r *http.Request, body []byte, countOnly bool) (*protocol.Turn
 	q := &request{turnRequest: turnRequest{msgs: t.Messages, clientSys: t.System, user: t.User, channel: r.Header.Get("X-Loom-Channel"),
 		key: firstOf(r.Header.Get("X-Loom-Session"), r.Header.Get("X-Claude-Code-Session-Id"), t.Session, t.User),
 		id:  r.Header.Get("Idempotency-Key")}, stream: t.Stream}
+	q.limits(t)
 	if !plainName(q.user) {
 		q.user = "" // not a name loom can keep memories under
 	}

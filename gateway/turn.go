@@ -26,6 +26,12 @@ type turnRequest struct {
 	// id names the turn for a retry (the Idempotency-Key header); ""
 	// means the conversation's hash.
 	id string
+	// model, maxTokens and tools are what fitting needs of the model
+	// call: the model asked for, the reply's limit (0: unsaid) and the
+	// tool definitions as JSON.
+	model     string
+	maxTokens int
+	tools     string
 }
 
 // turn is a prepared gateway turn: the message list to send (built) and,
@@ -64,7 +70,7 @@ func (g *Gateway) prepare(ctx context.Context, ws *server.Workspace, st *upstrea
 		t.release()
 		return nil, errors.Join(errors.New("render"), err)
 	}
-	if t.built, err = g.build(ws, st, in, res); err != nil {
+	if t.built, err = g.build(ctx, ws, st, in, res); err != nil {
 		t.release()
 		return nil, err
 	}
