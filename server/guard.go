@@ -139,8 +139,9 @@ func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
-// guard applies the checks above to r; it answers and returns false when
-// r is refused.
+// guard applies the Host, CORS and cross-site checks to r, before
+// authentication; it answers (in the shape the server's error shaper
+// gives the path) and returns false when r is refused.
 func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 	if !s.hostAllowed(r.Host) {
 		s.problem(w, r, Errorf(http.StatusMisdirectedRequest, CodeHostNotAllowed,
@@ -169,12 +170,18 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 			"a request that changes state must come from this server's own pages or a client that is not a browser (%v); --cors-origin lets a named origin in", err))
 		return false
 	}
-	if r.ContentLength != 0 && !jsonBody(r.Header.Get("Content-Type")) && !s.ValidFormToken(r.Header.Get(FormTokenHeader)) {
-		s.problem(w, r, Errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
-			"the body must be sent as Content-Type: application/json, not %q", limitText(r.Header.Get("Content-Type"))))
-		return false
-	}
 	return true
+}
+
+// guardBody refuses, after authentication, a state-changing request whose
+// body is not JSON and carries no form token of the server's.
+func (s *Server) guardBody(w http.ResponseWriter, r *http.Request) bool {
+	if safeMethod(r.Method) || r.ContentLength == 0 || jsonBody(r.Header.Get("Content-Type")) || s.ValidFormToken(r.Header.Get(FormTokenHeader)) {
+		return true
+	}
+	s.problem(w, r, Errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
+		"the body must be sent as Content-Type: application/json, not %q", limitText(r.Header.Get("Content-Type"))))
+	return false
 }
 
 // limitText keeps a client's header short in an error message.

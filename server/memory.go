@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -154,17 +156,115 @@ func (s *Server) forgetMemory(r *http.Request, ws *Workspace) (any, error) {
 }
 
 func (s *Server) importMemories(r *http.Request, ws *Workspace) (any, error) {
-	var q MemoryList
-	if err := DecodeJSON(r, &q); err != nil {
+	if err := checkJSONType(r); err != nil {
 		return nil, err
 	}
 	st, err := ws.store(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Import(r.Context(), q.Memories); err != nil {
+	var n int
+	if sm, ok := st.(memory.Streamer); ok {
+		// A memory at a time from the body into the store's staging: the
+		// import holds one memory, not the list.
+		n, err = sm.ImportFrom(r.Context(), memoryStream(r.Body))
+	} else {
+		var q MemoryList
+		if err := decodeFrom(r.Body, &q); err != nil {
+			return nil, err
+		}
+		n, err = len(q.Memories), st.Import(r.Context(), q.Memories)
+	}
+	if err != nil {
 		return nil, memoryProblem(err, "")
 	}
 	ws.Builder.Invalidate()
-	return ImportResponse{Imported: len(q.Memories)}, nil
+	return ImportResponse{Imported: n}, nil
+}
+
+// memoryStream reads a MemoryList body ({"memories": [...]}) one memory
+// at a time, with DecodeJSON's rules: unknown fields refused, one value.
+func memoryStream(body io.Reader) memory.ImportSource {
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	state := 0 // 0 before the list, 1 in it, 2 after it
+	expect := func(want json.Delim) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return decodeProblem(err)
+		}
+		if tok != want {
+			return Errorf(http.StatusBadRequest, CodeBadJSON, "request body: want %q, found %v", want, tok)
+		}
+		return nil
+	}
+	// open reads up to the list's first element; a body without a list
+	// (no "memories", or null) imports nothing.
+	open := func() error {
+		if err := expect('{'); err != nil {
+			return err
+		}
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return decodeProblem(err)
+			}
+			if key != "memories" {
+				return Errorf(http.StatusBadRequest, CodeUnknownField, "request body: unknown field %q", key)
+			}
+			if tok, err := dec.Token(); err != nil {
+				return decodeProblem(err)
+			} else if tok == nil {
+				continue
+			} else if tok != json.Delim('[') {
+				return Errorf(http.StatusBadRequest, CodeBadJSON, "memories: want a list")
+			}
+			return nil
+		}
+		return io.EOF
+	}
+	end := func() error {
+		if err := expect('}'); err != nil {
+			return err
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return Errorf(http.StatusBadRequest, CodeBadJSON, "request body holds more than one JSON value")
+		}
+		return nil
+	}
+	return func() (memory.Memory, error) {
+		if state == 0 {
+			state = 1
+			if err := open(); err == io.EOF {
+				state = 2
+				if err := end(); err != nil {
+					return memory.Memory{}, err
+				}
+				return memory.Memory{}, io.EOF
+			} else if err != nil {
+				return memory.Memory{}, err
+			}
+		}
+		if state == 2 {
+			return memory.Memory{}, io.EOF
+		}
+		if !dec.More() {
+			state = 2
+			if err := expect(']'); err != nil {
+				return memory.Memory{}, err
+			}
+			if dec.More() {
+				return memory.Memory{}, Errorf(http.StatusBadRequest, CodeBadJSON, "request body: only \"memories\" is taken")
+			}
+			if err := end(); err != nil {
+				return memory.Memory{}, err
+			}
+			return memory.Memory{}, io.EOF
+		}
+		var m memory.Memory
+		if err := dec.Decode(&m); err != nil {
+			return memory.Memory{}, decodeProblem(err)
+		}
+		return m, nil
+	}
 }

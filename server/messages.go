@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -284,7 +283,7 @@ func decodeMessagesRequest(r *http.Request, q *MessagesRequest) error {
 	if err := checkJSONType(r); err != nil {
 		return err
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		return decodeProblem(err)
 	}

@@ -181,6 +181,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			s.problem(rec, r, Errorf(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required"))
 			return
 		}
+		if !s.guardBody(rec, r) {
+			return
+		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
 		}
