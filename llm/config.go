@@ -35,7 +35,11 @@ type Config struct {
 	Provider string // "openai" (default) or "anthropic"
 	BaseURL  string // e.g. http://localhost:11434/v1 for Ollama; "" is the provider's own
 	APIKey   string
-	Model    string
+	// KeyEnv names the variable the key came from, or was looked for in
+	// when there is none (Resolve sets it), for messages that say what to
+	// set; "" means LOOM_LLM_API_KEY.
+	KeyEnv string
+	Model  string
 	// ExtractModel and ConsolidateModel, when set, are used for the memory
 	// calls instead of Model (a small model is usually enough).
 	ExtractModel     string
@@ -85,11 +89,44 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: model is empty", ErrNotConfigured)
 	}
 	if c.BaseURL == "" && c.APIKey == "" {
-		// Without either there is nothing to call: the official
-		// endpoint needs a key.
-		return fmt.Errorf("%w: base_url and api_key are both empty", ErrNotConfigured)
+		// The official endpoint needs a key: say which variable to set,
+		// not how to write the configuration the caller already has.
+		return &NoKeyError{Endpoint: c.baseURL(), Var: c.keyVar()}
 	}
 	return nil
+}
+
+// keyVar is the variable the key comes from.
+func (c Config) keyVar() string {
+	if c.KeyEnv != "" {
+		return c.KeyEnv
+	}
+	return EnvAPIKey
+}
+
+// NoKeyError means the endpoint needs an API key and none was set. It is
+// an ErrNotConfigured: memory features stay off without a key.
+type NoKeyError struct {
+	Endpoint string // the endpoint that needs it
+	Var      string // the variable to set
+}
+
+func (e *NoKeyError) Error() string {
+	return fmt.Sprintf("llm: no API key for %s: set %s", e.Endpoint, e.Var)
+}
+
+// Is makes a NoKeyError an ErrNotConfigured.
+func (e *NoKeyError) Is(target error) bool { return target == ErrNotConfigured }
+
+// KeyWarning is a warning for a front end to print before calling c, or
+// "": c sends no key to an endpoint of its own (which a local server such
+// as Ollama does not need, but a hosted one answers with 401).
+func KeyWarning(c Config) string {
+	if c.APIKey != "" || c.BaseURL == "" {
+		return ""
+	}
+	return fmt.Sprintf("no API key: requests to %s go without one (fine for a local server such as Ollama; set %s if it needs one)",
+		redact.URL(c.BaseURL), c.keyVar())
 }
 
 // Configured reports whether c names an endpoint that can be called.

@@ -95,6 +95,7 @@ func Resolve(l config.LLMConfig, env Env) (Config, error) {
 		}
 		c.APIKey = get(l.APIKeyEnv)
 	}
+	c.KeyEnv = keyFrom
 	if c.APIKey == "" {
 		return c, nil
 	}

@@ -65,8 +65,15 @@ func (t *transport) post(ctx context.Context, path string, body []byte, header h
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	msg := t.scrub(errorMessage(raw))
+	if t.cfg.APIKey == "" && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		if msg == "" {
+			msg = http.StatusText(resp.StatusCode)
+		}
+		msg += " (no API key was sent: set " + t.cfg.keyVar() + ")"
+	}
 	return nil, &APIError{Endpoint: t.endpoint, StatusCode: resp.StatusCode,
-		Message: t.scrub(errorMessage(raw)), RetryAfter: retryAfter(resp.Header)}
+		Message: msg, RetryAfter: retryAfter(resp.Header)}
 }
 
 // errorMessage pulls the message out of an error body in either format

@@ -84,7 +84,14 @@ func chatRun(opts *ChatOptions) error {
 	}
 	client, err := llm.New(cfg.LLM)
 	if err != nil {
+		var noKey *llm.NoKeyError
+		if errors.As(err, &noKey) {
+			return err // the endpoint is set; only the key is missing
+		}
 		return fmt.Errorf("%w\n\n%s", err, llm.Help)
+	}
+	if w := llm.KeyWarning(cfg.LLM); w != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "loom: warning: %s\n", w)
 	}
 	// A chat renders the prompt every turn: watch the workspace so that an
 	// unchanged one costs no reads.

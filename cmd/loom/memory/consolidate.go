@@ -85,10 +85,14 @@ func consolidateRun(ctx context.Context, opts *ConsolidateOptions) error {
 	client := opts.Client
 	if client == nil && !opts.DryRun {
 		if client, err = llm.New(lc); err != nil {
-			if errors.Is(err, llm.ErrNotConfigured) {
+			var noKey *llm.NoKeyError
+			if errors.Is(err, llm.ErrNotConfigured) && !errors.As(err, &noKey) {
 				return fmt.Errorf("%w\n\n%s", err, llm.Help)
 			}
 			return err
+		}
+		if w := llm.KeyWarning(lc); w != "" {
+			fmt.Fprintf(opts.IO.ErrOut, "loom: warning: %s\n", w)
 		}
 	}
 	counter, _ := tokens.ForModel(lc.Model)
