@@ -29,8 +29,14 @@ type search struct {
 	// sizing makes the next pass a sizing pass if it can be (see
 	// passSized).
 	sizing bool
-	// costs holds each scope's count when nothing is dropped.
+	// costs holds each scope's count when nothing is dropped, and share
+	// each scope's share of what its parent adds around its children
+	// (see plan.shares).
 	costs []int
+	share func(idx int) float64
+	// tries holds the cuts rendered so far, by the number of scopes of the
+	// drop order they drop (see try).
+	tries map[int]attempt
 	// track makes the next pass a tracking pass (see listTrack).
 	track *listTrack
 	// first is the first pass, which drops nothing: its records hold
@@ -81,118 +87,160 @@ func (sr *search) result(a attempt) Result {
 	return Result{Text: text, Report: sr.rd.report(text, a.recs, a.blocks, sr.p, sr.cost(), a.tokens)}
 }
 
+// solve renders n within the budget in the steps the package doc names:
+// size (the first pass), cut (findCut), truncate the last scope dropped
+// (truncateLast), and fill.
 func (rd *Renderer) solve(n Node) (Result, error) {
 	p := newPlan(n, rd.cache)
-	c := rd.counter
-	budget := rd.budget
-	sr := &search{rd: rd, n: n, p: p}
+	sr := &search{rd: rd, n: n, p: p, tries: map[int]attempt{}}
 	defer sr.release()
-	tries := map[int]attempt{}
-	try := func(k int) (attempt, error) {
-		if a, ok := tries[k]; ok {
-			return a, nil
-		}
-		if rd.tune.onTry != nil {
-			rd.tune.onTry(k)
-		}
-		p.setCut(k)
-		a, err := sr.render()
-		if err != nil {
-			return attempt{}, err
-		}
-		tries[k] = a
-		return a, nil
-	}
 	// Every pass is lean, as its records are wanted for their counts, and
 	// in full only if it is the answer. The first, which drops nothing,
 	// also sizes, as its text is wanted only if it is the answer (it is
 	// then rendered again); so do a long fill's (see fill).
 	sr.lean, sr.sizing = true, true
-	full, err := try(0)
+	full, err := sr.try(0)
 	sr.sizing = false
 	if err != nil {
 		return Result{}, err
 	}
 	sr.first = full
-	// Each scope's cost when nothing is dropped: the estimate's input and the
-	// report's figure for scopes that end up dropped.
-	cost := make([]int, len(p.scopes))
-	sr.costs = cost
-	setCost := func(idx int, rc *rec) {
+	sr.setCosts(full)
+	if full.tokens <= rd.budget || len(p.order) == 0 {
+		return sr.finish(0, full)
+	}
+	hi, fits, err := sr.findCut(full)
+	if err != nil {
+		return Result{}, err
+	}
+	if !fits {
+		return sr.finish(len(p.order), sr.tries[len(p.order)])
+	}
+	if res, ok, err := sr.truncateLast(hi); err != nil || ok {
+		return res, err
+	}
+	best := sr.tries[hi]
+	if best.tokens > rd.budget {
+		return sr.finish(hi, best)
+	}
+	p.setCut(hi)
+	p.need = map[int]int{}
+	if prev, ok := sr.tries[hi-1]; ok {
+		p.need[p.order[hi-1]] = prev.tokens
+	}
+	cur, err := rd.fill(sr, sr.costs, sr.share, hi, best)
+	if err != nil {
+		return Result{}, err
+	}
+	if cur.sized { // the plan's drops are cur's
+		sr.sizing = false
+		if cur, err = sr.render(); err != nil {
+			return Result{}, err
+		}
+	}
+	return sr.result(cur), nil
+}
+
+// try renders the cut of the first k scopes of the drop order, once.
+func (sr *search) try(k int) (attempt, error) {
+	if a, ok := sr.tries[k]; ok {
+		return a, nil
+	}
+	if sr.rd.tune.onTry != nil {
+		sr.rd.tune.onTry(k)
+	}
+	sr.p.setCut(k)
+	a, err := sr.render()
+	if err != nil {
+		return attempt{}, err
+	}
+	sr.tries[k] = a
+	return a, nil
+}
+
+// setCosts takes each scope's cost, when nothing is dropped, from the
+// first pass: the estimate's input and the report's figure for scopes that
+// end up dropped.
+func (sr *search) setCosts(full attempt) {
+	cost := make([]int, len(sr.p.scopes))
+	set := func(idx int, rc *rec) {
 		cost[idx] = rc.tokens
 		if rc.tokens < 0 {
-			cost[idx] = c.Count(rc.text)
+			cost[idx] = sr.rd.counter.Count(rc.text)
 		}
 	}
 	for i := range full.recs {
 		if rc := &full.recs[i]; rc.idx >= 0 {
-			setCost(int(rc.idx), rc)
+			set(int(rc.idx), rc)
 		}
 	}
 	for _, b := range full.blocks {
 		for i := 1; i < len(b.recs); i++ {
-			setCost(b.base+int(b.recs[i].idx), &b.recs[i])
+			set(b.base+int(b.recs[i].idx), &b.recs[i])
 		}
 	}
-	finish := func(k int, a attempt) (Result, error) {
-		if a.sized {
-			delete(tries, k)
-			sr.sizing = false
-			var err error
-			if a, err = try(k); err != nil {
-				return Result{}, err
-			}
-		}
-		p.setCut(k)
-		p.addBack = -1
-		if prev, ok := tries[k-1]; ok && k > 0 {
-			p.addBack = prev.tokens
-		}
-		res := sr.result(a)
-		if a.tokens > budget {
-			return res, &OverBudgetError{Tokens: a.tokens, Budget: budget}
-		}
-		return res, nil
-	}
-	if full.tokens <= budget {
-		return finish(0, full)
-	}
-	nOrder := len(p.order)
-	if nOrder == 0 {
-		return finish(0, full)
-	}
+	sr.costs = cost
+}
 
-	// Guess the cutoff from the costs, then confirm with exact counts:
-	// tokens are nearly additive, so the guess is close. The first render
-	// at the guess tells how far the costs' savings are from the real ones
-	// (a list marker, a separator, a heading that goes with its section),
-	// and the guess is scaled by that and tried again. From there the
-	// search gallops outward to a bracket, one drop wide in the end: the
-	// smallest cut that fits, with one drop fewer rendered and over budget,
-	// so the kept set is maximal.
-	share := p.shares(cost)
-	saved := p.savings(cost, share)
+// finish answers with a, the render of cut k, rendered again in full if
+// it was a sizing pass; over the budget, with an *OverBudgetError.
+func (sr *search) finish(k int, a attempt) (Result, error) {
+	p := sr.p
+	if a.sized {
+		delete(sr.tries, k)
+		sr.sizing = false
+		var err error
+		if a, err = sr.try(k); err != nil {
+			return Result{}, err
+		}
+	}
+	p.setCut(k)
+	p.addBack = -1
+	if prev, ok := sr.tries[k-1]; ok && k > 0 {
+		p.addBack = prev.tokens
+	}
+	res := sr.result(a)
+	if a.tokens > sr.rd.budget {
+		return res, &OverBudgetError{Tokens: a.tokens, Budget: sr.rd.budget}
+	}
+	return res, nil
+}
+
+// findCut finds the cut: the smallest number of scopes of the drop order
+// whose dropping makes the prompt fit, with one fewer over the budget, so
+// that the kept set is maximal. It guesses from the costs, then confirms
+// with exact counts: tokens are nearly additive, so the guess is close.
+// The first render at the guess tells how far the costs' savings are from
+// the real ones (a list marker, a separator, a heading that goes with its
+// section), and the guess is scaled by that and tried again. From there
+// the search gallops outward to a bracket, one drop wide in the end. fits
+// is false when even dropping every scope does not fit.
+func (sr *search) findCut(full attempt) (hi int, fits bool, err error) {
+	p, budget, nOrder := sr.p, sr.rd.budget, len(sr.p.order)
+	sr.share = p.shares(sr.costs)
+	saved := p.savings(sr.costs, sr.share)
 	need := full.tokens - budget
 	guess := func(scale float64) int {
 		k := sort.Search(len(saved), func(k int) bool { return saved[k]*scale >= float64(need) })
 		return min(max(k, 1), nOrder)
 	}
 	k := guess(1)
-	best, err := try(k)
+	best, err := sr.try(k)
 	if err != nil {
-		return Result{}, err
+		return 0, false, err
 	}
 	if real := full.tokens - best.tokens; real > 0 && saved[k] > 0 && float64(real) != saved[k] {
 		if k2 := guess(float64(real) / saved[k]); k2 != k {
-			if _, err := try(k2); err != nil {
-				return Result{}, err
+			if _, err := sr.try(k2); err != nil {
+				return 0, false, err
 			}
 		}
 	}
 	// The bracket so far: lo the largest cut tried that is over budget
 	// (the full render is), hi the smallest that fits, -1 for none.
-	lo, hi := 0, -1
-	for kk, a := range tries {
+	lo := 0
+	hi = -1
+	for kk, a := range sr.tries {
 		if a.tokens > budget {
 			lo = max(lo, kk)
 		} else if hi < 0 || kk < hi {
@@ -202,35 +250,16 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	if hi >= 0 && lo > hi {
 		lo = 0 // not monotone: search the whole bracket below hi
 	}
-	// over reports whether cut m is over the budget. A cut one drop short
-	// of one that fits is not rendered when the scope it keeps cannot fit in
-	// the room that cut left, even if joining it saved fillSlack tokens: the
-	// bound fill uses for every other scope.
-	over := func(m int) (bool, error) {
-		if a, ok := tries[m+1]; ok && a.tokens <= budget {
-			if d := p.order[m]; !p.scopes[d].s.Truncatable {
-				p.setCut(m + 1)
-				if !p.covered(d) && a.tokens+p.ownCost(d, cost)-p.newFreed(c).of(d)-fillSlack > budget {
-					return true, nil
-				}
-			}
-		}
-		a, err := try(m)
-		if err != nil {
-			return false, err
-		}
-		return a.tokens > budget, nil
-	}
 	if hi < 0 {
 		// Gallop up from lo.
 		for step := 1; hi < 0; step *= 2 {
 			if lo >= nOrder {
-				return finish(nOrder, tries[nOrder])
+				return 0, false, nil
 			}
 			next := min(lo+step, nOrder)
-			a, err := try(next)
+			a, err := sr.try(next)
 			if err != nil {
-				return Result{}, err
+				return 0, false, err
 			}
 			if a.tokens <= budget {
 				hi = next
@@ -242,9 +271,9 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 		// Gallop down from hi while the bracket is wide.
 		for step := 1; hi-lo > 2*step; step *= 2 {
 			next := hi - step
-			isOver, err := over(next)
+			isOver, err := sr.overAt(next)
 			if err != nil {
-				return Result{}, err
+				return 0, false, err
 			}
 			if isOver {
 				lo = next
@@ -255,9 +284,9 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	}
 	for hi-lo > 1 {
 		m := (lo + hi) / 2
-		isOver, err := over(m)
+		isOver, err := sr.overAt(m)
 		if err != nil {
-			return Result{}, err
+			return 0, false, err
 		}
 		if isOver {
 			lo = m
@@ -265,45 +294,58 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 			hi = m
 		}
 	}
-	best = tries[hi]
+	return hi, true, nil
+}
 
-	// The last scope dropped may be cut instead, if it is truncatable.
-	if d := p.order[hi-1]; p.scopes[d].s.Truncatable && !p.ancestorDropped(d, hi-1) {
-		over := tries[hi-1].tokens - budget
-		limit := cost[d] - over - 2
-		for attemptN := 0; attemptN < 3 && limit > 0; attemptN++ {
-			p.setCut(hi - 1)
-			p.trunc = map[int]int{d: limit}
-			a, err := sr.render()
-			if err != nil {
-				return Result{}, err
+// overAt reports whether cut m is over the budget. A cut one drop short
+// of one that fits is not rendered when the scope it keeps cannot fit in
+// the room that cut left, even if joining it saved fillSlack tokens: the
+// bound fill uses for every other scope.
+func (sr *search) overAt(m int) (bool, error) {
+	p, budget := sr.p, sr.rd.budget
+	if a, ok := sr.tries[m+1]; ok && a.tokens <= budget {
+		if d := p.order[m]; !p.scopes[d].s.Truncatable {
+			p.setCut(m + 1)
+			if !p.covered(d) && a.tokens+p.ownCost(d, sr.costs)-p.newFreed(sr.rd.counter).of(d)-fillSlack > budget {
+				return true, nil
 			}
-			if a.tokens <= budget {
-				p.trunc = nil
-				p.cutAt, p.truncated = hi-1, d
-				return sr.result(a), nil
-			}
-			limit -= a.tokens - budget + 2
 		}
-		p.trunc = nil
 	}
-	if best.tokens > budget {
-		return finish(hi, best)
-	}
-	p.setCut(hi)
-	p.need = map[int]int{}
-	if prev, ok := tries[hi-1]; ok {
-		p.need[p.order[hi-1]] = prev.tokens
-	}
-	cur, err := rd.fill(sr, cost, share, hi, best)
+	a, err := sr.try(m)
 	if err != nil {
-		return Result{}, err
+		return false, err
 	}
-	if cur.sized { // the plan's drops are cur's
-		sr.sizing = false
-		if cur, err = sr.render(); err != nil {
-			return Result{}, err
+	return a.tokens > budget, nil
+}
+
+// truncateLast cuts the last scope dropped at cut hi, when it is
+// truncatable, instead of dropping it, if a cut of it fits: ok reports
+// that res is the answer.
+func (sr *search) truncateLast(hi int) (res Result, ok bool, err error) {
+	p, budget := sr.p, sr.rd.budget
+	d := p.order[hi-1]
+	if !p.scopes[d].s.Truncatable || p.ancestorDropped(d, hi-1) {
+		return Result{}, false, nil
+	}
+	over := sr.tries[hi-1].tokens - budget
+	limit := sr.costs[d] - over - 2
+	for range 3 {
+		if limit <= 0 {
+			break
 		}
+		p.setCut(hi - 1)
+		p.trunc = map[int]int{d: limit}
+		a, err := sr.render()
+		if err != nil {
+			return Result{}, false, err
+		}
+		if a.tokens <= budget {
+			p.trunc = nil
+			p.cutAt, p.truncated = hi-1, d
+			return sr.result(a), true, nil
+		}
+		limit -= a.tokens - budget + 2
 	}
-	return sr.result(cur), nil
+	p.trunc = nil
+	return Result{}, false, nil
 }
