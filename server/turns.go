@@ -489,24 +489,27 @@ func (s *sseWriter) problem(r *http.Request, p *Problem) {
 
 // extractMetrics reports the extraction queues of every open workspace.
 type extractMetrics struct {
-	wss      *workspaces
-	depth    *prometheus.Desc
-	dropped  *prometheus.Desc
-	failed   *prometheus.Desc
-	finished *prometheus.Desc
+	wss       *workspaces
+	depth     *prometheus.Desc
+	coalesced *prometheus.Desc
+	dropped   *prometheus.Desc
+	failed    *prometheus.Desc
+	finished  *prometheus.Desc
 }
 
 func newExtractMetrics(wss *workspaces) *extractMetrics {
 	return &extractMetrics{wss: wss,
-		depth:    prometheus.NewDesc("loom_extract_queue_depth", "Extraction jobs queued or running.", []string{"workspace"}, nil),
-		dropped:  prometheus.NewDesc("loom_extract_dropped_total", "Extraction jobs refused because the queue was full.", []string{"workspace"}, nil),
-		failed:   prometheus.NewDesc("loom_extract_failed_total", "Extraction jobs that failed.", []string{"workspace"}, nil),
-		finished: prometheus.NewDesc("loom_extract_done_total", "Extraction jobs finished.", []string{"workspace"}, nil),
+		depth:     prometheus.NewDesc("loom_extract_queue_depth", "Sessions waiting for extraction (one queue entry per session).", []string{"workspace"}, nil),
+		coalesced: prometheus.NewDesc("loom_extract_coalesced_total", "Extraction jobs folded into one already queued for the same session.", []string{"workspace"}, nil),
+		dropped:   prometheus.NewDesc("loom_extract_dropped_total", "Extraction jobs thrown away (always 0: a full queue waits).", []string{"workspace"}, nil),
+		failed:    prometheus.NewDesc("loom_extract_failed_total", "Extraction jobs that failed.", []string{"workspace"}, nil),
+		finished:  prometheus.NewDesc("loom_extract_done_total", "Extraction jobs finished.", []string{"workspace"}, nil),
 	}
 }
 
 func (m *extractMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.depth
+	ch <- m.coalesced
 	ch <- m.dropped
 	ch <- m.failed
 	ch <- m.finished
@@ -521,8 +524,8 @@ func (m *extractMetrics) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		st := e.Extract.Stats()
-		depth := st.Submitted - st.Done - st.Failed - st.Dropped - st.Abandoned
-		ch <- prometheus.MustNewConstMetric(m.depth, prometheus.GaugeValue, float64(depth), ws.Name)
+		ch <- prometheus.MustNewConstMetric(m.depth, prometheus.GaugeValue, float64(st.Queued), ws.Name)
+		ch <- prometheus.MustNewConstMetric(m.coalesced, prometheus.CounterValue, float64(st.Coalesced), ws.Name)
 		ch <- prometheus.MustNewConstMetric(m.dropped, prometheus.CounterValue, float64(st.Dropped), ws.Name)
 		ch <- prometheus.MustNewConstMetric(m.failed, prometheus.CounterValue, float64(st.Failed), ws.Name)
 		ch <- prometheus.MustNewConstMetric(m.finished, prometheus.CounterValue, float64(st.Done), ws.Name)

@@ -98,7 +98,6 @@ type Prepared struct {
 	s       *Session
 	pending []messages.Message // what Record stores before the reply
 	state   *State             // the session as loaded (Text turns)
-	conv    []messages.Message // the client's conversation (Conversation turns)
 	id      string
 	unlock  func()
 	done    bool
@@ -151,7 +150,6 @@ func (s *Session) prepare(ctx context.Context, in TurnInput) (*Prepared, error) 
 	p := &Prepared{s: s, At: s.opts.Now(), id: in.ID, unlock: func() { unlockStore(); s.turns.unlock() }}
 	at := p.At.UTC()
 	if in.Conversation != nil {
-		p.conv = in.Conversation
 		lastAsst := -1
 		for i, m := range in.Conversation {
 			if m.Role == messages.RoleAssistant {
@@ -267,12 +265,10 @@ func (p *Prepared) Record(ctx context.Context, r Reply) error {
 	if r.Cut != "" || p.Duplicate {
 		return nil
 	}
+	s.extract(len(saved))
 	if p.state != nil {
-		all := append(append([]messages.Message(nil), p.state.Messages...), saved...)
-		s.extract(all)
-		s.maybeConsolidate(all, p.state.LastConsolidated)
+		s.maybeConsolidate(append(append([]messages.Message(nil), p.state.Messages...), saved...), p.state.LastConsolidated)
 	} else {
-		s.extract(append(append([]messages.Message(nil), p.conv...), saved[len(p.pending):]...))
 		s.maybeConsolidate(nil, -1)
 	}
 	return nil
@@ -402,11 +398,21 @@ func (s *Session) Turn(ctx context.Context, in TurnInput) (TurnResult, error) {
 	return res, callErr
 }
 
-func (s *Session) extract(all []messages.Message) {
+// extract queues the session for extraction: the worker reads what is
+// stored when it gets to it, and mines every user message since the last
+// it mined (newly stored: the n messages this turn added).
+func (s *Session) extract(n int) {
 	if s.opts.Extract == nil {
 		return
 	}
-	job := extract.Job{Chat: s.opts.Key, User: s.opts.User, Messages: all}
+	key := s.opts.Key
+	job := extract.Job{Chat: key, User: s.opts.User, New: n, Load: func(ctx context.Context) ([]messages.Message, error) {
+		st, err := s.store.Load(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return st.Messages, nil
+	}}
 	if err := s.opts.Extract.Submit(job); err != nil {
 		s.logger.Warn("extract: "+err.Error(), "session", s.opts.Key)
 	}

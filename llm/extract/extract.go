@@ -68,6 +68,14 @@ type Job struct {
 	Chat     string
 	User     string
 	Messages []messages.Message
+	// Load, when set, reads the conversation when a Worker runs the job,
+	// instead of Messages: a queued job then mines what is stored by the
+	// time it runs (Session passes its store's Load).
+	Load func(context.Context) ([]messages.Message, error)
+	// New is how many messages at the end of the conversation this job
+	// adds (the turn just stored); a Worker meeting a chat for the first
+	// time mines those. 0 means the last user message.
+	New int
 }
 
 // Result says what one extraction did.

@@ -11,6 +11,7 @@ import (
 	"github.com/loomctx/loom/llm/extract"
 	"github.com/loomctx/loom/llm/llmtest"
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/messages"
 )
 
 var factRE = regexp.MustCompile(`fact (\d+)\.`)
@@ -31,25 +32,39 @@ func burstServer(t *testing.T, delay time.Duration) *llmtest.Server {
 	return s
 }
 
+// session grows a conversation by one turn per fact, as a session does.
+type session struct{ msgs []messages.Message }
+
+func (s *session) turn(fact int) []messages.Message {
+	s.msgs = append(s.msgs,
+		messages.Message{Role: "user", Content: messages.TextContent(fmt.Sprintf("Remember fact %d.", fact))},
+		messages.Message{Role: "assistant", Content: messages.TextContent("Noted.")})
+	return s.msgs
+}
+
+// A burst of 100 turns on one chat, submitted faster than the model
+// answers: the jobs are folded into one waiting job per chat, and the
+// pointer makes the worker mine every turn since the last it mined, so all
+// 100 facts are stored and none is dropped.
 func TestBurstNothingDropped(t *testing.T) {
-	s := burstServer(t, 0)
+	s := burstServer(t, time.Millisecond)
 	st := openStore(t)
 	w := extract.NewWorker(extract.New(extract.Options{Client: mustClient(t, s), Store: st, MaxMessages: 1}), extract.WorkerOptions{})
+	var sess session
 	for i := range 100 {
-		if err := w.Submit(extract.Job{Chat: "c", Messages: conversation(fmt.Sprintf("Remember fact %d.", i))}); err != nil {
+		if err := w.Submit(extract.Job{Chat: "c", Messages: sess.turn(i), New: 2}); err != nil {
 			t.Fatalf("submit %d: %v", i, err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got := w.Stats()
-	t.Logf("burst of 100 into the default queue: %+v", got)
-	want := extract.Stats{Submitted: 100, Done: 100, Added: 100}
-	if got != want {
-		t.Errorf("stats = %+v, want %+v", got, want)
+	t.Logf("burst of 100 on one chat: %+v", got)
+	if got.Submitted != 100 || got.Coalesced+got.Done != 100 || got.Dropped != 0 || got.Failed != 0 || got.Added != 100 || got.Calls != 100 || got.Queued != 0 {
+		t.Errorf("stats = %+v", got)
 	}
 	if ms := active(t, st); len(ms) != 100 {
 		t.Errorf("%d memories stored, want 100", len(ms))
@@ -59,26 +74,32 @@ func TestBurstNothingDropped(t *testing.T) {
 	}
 }
 
-func TestBurstSmallQueueCountsDrops(t *testing.T) {
-	s := burstServer(t, 20*time.Millisecond)
+// A queue of 2 chats under 10 chats' bursts: Submit waits for room
+// instead of dropping, and every fact of every chat is stored.
+func TestBurstSmallQueueWaitsAndLosesNothing(t *testing.T) {
+	s := burstServer(t, 2*time.Millisecond)
 	st := openStore(t)
-	w := extract.NewWorker(extract.New(extract.Options{Client: mustClient(t, s), Store: st, MaxMessages: 1}), extract.WorkerOptions{QueueSize: 10})
-	refused := 0
+	w := extract.NewWorker(extract.New(extract.Options{Client: mustClient(t, s), Store: st, MaxMessages: 1}), extract.WorkerOptions{QueueSize: 2})
+	chats := make([]session, 10)
 	for i := range 100 {
-		if err := w.Submit(extract.Job{Messages: conversation(fmt.Sprintf("Remember fact %d.", i))}); errors.Is(err, extract.ErrQueueFull) {
-			refused++
+		c := i % 10
+		if err := w.Submit(extract.Job{Chat: fmt.Sprint("c", c), Messages: chats[c].turn(i), New: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if q := w.Stats().Queued; q > 2 {
+			t.Fatalf("%d chats queued, bound 2", q)
 		}
 	}
 	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	got := w.Stats()
-	t.Logf("burst of 100 into a queue of 10: %+v", got)
-	if got.Dropped != int64(refused) || got.Dropped == 0 || got.Done+got.Dropped != 100 || got.Failed != 0 {
-		t.Errorf("stats = %+v, refused %d", got, refused)
+	t.Logf("100 turns on 10 chats into a queue of 2: %+v", got)
+	if got.Dropped != 0 || got.Failed != 0 || got.Added != 100 || got.Done+got.Coalesced != 100 {
+		t.Errorf("stats = %+v", got)
 	}
-	if ms := active(t, st); int64(len(ms)) != got.Done {
-		t.Errorf("%d memories, %d done", len(ms), got.Done)
+	if ms := active(t, st); len(ms) != 100 {
+		t.Errorf("%d memories, want 100", len(ms))
 	}
 }
 
@@ -87,7 +108,7 @@ func TestCloseBoundedWait(t *testing.T) {
 	st := openStore(t)
 	w := extract.NewWorker(extract.New(extract.Options{Client: mustClient(t, s), Store: st, MaxMessages: 1}), extract.WorkerOptions{})
 	for i := range 3 {
-		w.Submit(extract.Job{Messages: conversation(fmt.Sprintf("Remember fact %d.", i))})
+		w.Submit(extract.Job{Chat: fmt.Sprint("c", i), Messages: conversation(fmt.Sprintf("Remember fact %d.", i))})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
