@@ -195,71 +195,30 @@ func (rd *Renderer) report(text string, recs []rec, blocks []block, p *plan, cos
 	return rep
 }
 
-// lines makes the lines of a report (see report).
+// lines makes the lines of a report (see report): one per named scope
+// rendered, or, with a plan, one per scope of the plan that says something
+// (kept, cut, or dropped and why), then the tail.
 func (rd *Renderer) lines(text string, recs []rec, p *plan, cost []int, tokensNow int) []Entry {
 	n := len(recs)
 	if p != nil {
 		n = max(n, len(p.scopes))
 	}
+	lw := &lineWriter{rd: rd, text: text, n: n, counting: rd.counts()}
 	sections := make([]Entry, 0, n+len(rd.tail))
-	counting := rd.counts()
-	count := func(rc rec) int {
-		switch {
-		case !counting:
-			return 0
-		case rc.tokens >= 0:
-			return rc.tokens
-		}
-		return rd.counter.Count(rc.text)
-	}
-	cursor := 0
-	locate := func(e *Entry, t string, depth int) {
-		e.Start, e.End = -1, -1
-		if t == "" || depth > 0 {
-			return
-		}
-		if i := strings.Index(text[cursor:], t); i >= 0 {
-			e.Start, e.End = cursor+i, cursor+i+len(t)
-			cursor = e.Start
-		}
-	}
-	// Priorities are copied into one slice, and the entries point into
-	// it: one allocation, where a large tree has thousands of them.
-	var prios []int
-	entry := func(s *Scope) Entry {
-		// Entries share the scope's sources, clipped so that an append
-		// copies them.
-		e := Entry{Name: s.Name, Sources: noSources}
-		if len(s.Sources) > 0 {
-			e.Sources = slices.Clip(s.Sources)
-		}
-		if e.Name == "" {
-			e.Name = label(s)
-		}
-		if s.Prioritized {
-			if len(prios) == cap(prios) {
-				prios = make([]int, 0, max(n, 16))
-			}
-			prios = append(prios, s.Priority)
-			e.Priority = &prios[len(prios)-1]
-		}
-		return e
-	}
 	if p == nil {
 		for _, rc := range recs {
 			if (rc.scope.Name == "" && rc.cut == nil) || rc.text == "" {
 				continue // nothing of it is in the prompt, and nothing was dropped
 			}
-			e := entry(rc.scope)
-			e.Tokens, e.Status = count(rc), Kept
+			e := lw.entry(rc.scope)
+			e.Tokens, e.Status = lw.count(rc), Kept
 			if rc.cut != nil {
 				e.Status, e.Reason = Truncated, cutReason(rc.cut, rc.scope.MaxTokens)
 			}
-			locate(&e, rc.text, int(rc.depth))
+			lw.locate(&e, rc.text, int(rc.depth))
 			sections = append(sections, e)
 		}
-		sections = append(sections, rd.tail...)
-		return sections
+		return append(sections, rd.tail...)
 	}
 	last := p.last()
 	// Most dropped scopes get a reason written here, all into one buffer
@@ -280,28 +239,20 @@ func (rd *Renderer) lines(text string, recs []rec, p *plan, cost []int, tokensNo
 		}
 	}
 	for idx, si := range p.scopes {
-		var rc rec
-		ok := rendered[idx] != nil
-		if ok {
-			rc = *rendered[idx]
-		}
-		direct := p.isDropped(idx)
-		if si.s.Name == "" && ok && rc.cut == nil {
-			continue
-		}
-		if ok && rc.text == "" && !rc.emptied {
+		rc := rendered[idx]
+		if rc != nil && (si.s.Name == "" && rc.cut == nil || rc.text == "" && !rc.emptied) {
 			continue // it rendered nothing of its own: nothing to report
 		}
-		e := entry(si.s)
+		e := lw.entry(si.s)
 		switch {
-		case ok && (rc.gone || rc.emptied):
+		case rc != nil && (rc.gone || rc.emptied):
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
 			e.Reason = fmt.Sprintf("everything in it was dropped to fit the budget of %d tokens, so it was left out", rd.budget)
 			if rc.gone && !rc.emptied {
 				e.Reason = fmt.Sprintf("left out with its section, whose entries were all dropped to fit the budget of %d tokens", rd.budget)
 			}
-		case ok:
-			e.Tokens, e.Status = count(rc), Kept
+		case rc != nil:
+			e.Tokens, e.Status = lw.count(*rc), Kept
 			if rc.cut != nil {
 				e.Status = Truncated
 				if idx == p.truncated && p.cutAt >= 0 {
@@ -310,48 +261,15 @@ func (rd *Renderer) lines(text string, recs []rec, p *plan, cost []int, tokensNo
 					e.Reason = cutReason(rc.cut, si.s.MaxTokens)
 				}
 			}
-			locate(&e, rc.text, int(rc.depth))
-		case direct:
+			lw.locate(&e, rc.text, int(rc.depth))
+		case p.isDropped(idx):
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
 			from := len(reason)
-			reason = append(reason, "dropped to fit the budget of "...)
-			reason = strconv.AppendInt(reason, int64(rd.budget), 10)
-			reason = append(reason, " tokens (priority "...)
-			reason = strconv.AppendInt(reason, int64(si.priority), 10)
-			if need, ok := p.need[idx]; ok {
-				reason = append(reason, "; keeping it would make the prompt "...)
-				if p.atLeast[idx] {
-					reason = append(reason, "at least "...)
-				}
-				reason = strconv.AppendInt(reason, int64(need), 10)
-				reason = append(reason, " tokens)"...)
-			} else if p.need != nil {
-				reason = append(reason, "; it costs about "...)
-				reason = strconv.AppendInt(reason, int64(cost[idx]), 10)
-				reason = append(reason, " tokens, "...)
-				reason = strconv.AppendInt(reason, int64(max(rd.budget-tokensNow, 0)), 10)
-				reason = append(reason, " are left"...)
-				if p.untried != nil && p.untried[idx] {
-					reason = append(reason, "; it might fit, but the search stopped before trying it"...)
-				}
-				reason = append(reason, ')')
-			} else if p.cutAt < 0 && p.addBack >= 0 && last == idx {
-				reason = append(reason, "; keeping it would make the prompt "...)
-				reason = strconv.AppendInt(reason, int64(p.addBack), 10)
-				reason = append(reason, " tokens)"...)
-			} else {
-				reason = append(reason, ", among the lowest)"...)
-			}
+			reason = rd.dropReason(reason, p, idx, cost[idx], tokensNow, last == idx)
 			cuts = append(cuts, reasonCut{len(sections), from, len(reason)})
 		default:
 			e.Tokens, e.Status, e.Start, e.End = cost[idx], Dropped, -1, -1
-			e.Reason = "left out with the scope around it"
-			for a := si.parent; a >= 0; a = p.scopes[a].parent {
-				if p.isDropped(a) {
-					e.Reason = fmt.Sprintf("inside %q, which was dropped", p.scopes[a].s.Name)
-					break
-				}
-			}
+			e.Reason = insideReason(p, si.parent)
 		}
 		sections = append(sections, e)
 	}
@@ -362,8 +280,111 @@ func (rd *Renderer) lines(text string, recs []rec, p *plan, cost []int, tokensNo
 			sections[c.entry].Reason = all[c.from:c.to]
 		}
 	}
-	sections = append(sections, rd.tail...)
-	return sections
+	return append(sections, rd.tail...)
+}
+
+// lineWriter holds what making a report's lines shares between them.
+type lineWriter struct {
+	rd       *Renderer
+	text     string
+	n        int // about how many entries there will be
+	counting bool
+	cursor   int // where in text the last located entry began
+	// prios holds the entries' priorities, which they point into: one
+	// allocation, where a large tree has thousands of them.
+	prios []int
+}
+
+// entry starts the line of scope s: its name, sources and priority.
+func (lw *lineWriter) entry(s *Scope) Entry {
+	// Entries share the scope's sources, clipped so that an append copies
+	// them.
+	e := Entry{Name: s.Name, Sources: noSources}
+	if len(s.Sources) > 0 {
+		e.Sources = slices.Clip(s.Sources)
+	}
+	if e.Name == "" {
+		e.Name = label(s)
+	}
+	if s.Prioritized {
+		if len(lw.prios) == cap(lw.prios) {
+			lw.prios = make([]int, 0, max(lw.n, 16))
+		}
+		lw.prios = append(lw.prios, s.Priority)
+		e.Priority = &lw.prios[len(lw.prios)-1]
+	}
+	return e
+}
+
+// count is a record's tokens, 0 when the report does not count.
+func (lw *lineWriter) count(rc rec) int {
+	switch {
+	case !lw.counting:
+		return 0
+	case rc.tokens >= 0:
+		return rc.tokens
+	}
+	return lw.rd.counter.Count(rc.text)
+}
+
+// locate sets where a top-level scope's text t is in the prompt, searching
+// on from the last one found; -1 when it is not at the top level or not
+// found whole.
+func (lw *lineWriter) locate(e *Entry, t string, depth int) {
+	e.Start, e.End = -1, -1
+	if t == "" || depth > 0 {
+		return
+	}
+	if i := strings.Index(lw.text[lw.cursor:], t); i >= 0 {
+		e.Start, e.End = lw.cursor+i, lw.cursor+i+len(t)
+		lw.cursor = e.Start
+	}
+}
+
+// dropReason appends why the scope at idx, which the plan drops, was
+// dropped: what keeping it would have made the prompt, or what it costs
+// against what is left, or that it was among the lowest.
+func (rd *Renderer) dropReason(reason []byte, p *plan, idx, cost, tokensNow int, isLast bool) []byte {
+	reason = append(reason, "dropped to fit the budget of "...)
+	reason = strconv.AppendInt(reason, int64(rd.budget), 10)
+	reason = append(reason, " tokens (priority "...)
+	reason = strconv.AppendInt(reason, int64(p.scopes[idx].priority), 10)
+	if need, ok := p.need[idx]; ok {
+		reason = append(reason, "; keeping it would make the prompt "...)
+		if p.atLeast[idx] {
+			reason = append(reason, "at least "...)
+		}
+		reason = strconv.AppendInt(reason, int64(need), 10)
+		return append(reason, " tokens)"...)
+	}
+	if p.need != nil {
+		reason = append(reason, "; it costs about "...)
+		reason = strconv.AppendInt(reason, int64(cost), 10)
+		reason = append(reason, " tokens, "...)
+		reason = strconv.AppendInt(reason, int64(max(rd.budget-tokensNow, 0)), 10)
+		reason = append(reason, " are left"...)
+		if p.untried != nil && p.untried[idx] {
+			reason = append(reason, "; it might fit, but the search stopped before trying it"...)
+		}
+		return append(reason, ')')
+	}
+	if p.cutAt < 0 && p.addBack >= 0 && isLast {
+		reason = append(reason, "; keeping it would make the prompt "...)
+		reason = strconv.AppendInt(reason, int64(p.addBack), 10)
+		return append(reason, " tokens)"...)
+	}
+	return append(reason, ", among the lowest)"...)
+}
+
+// insideReason says which dropped scope around a scope took it away,
+// starting from its parent.
+func insideReason(p *plan, parent int) string {
+	for a := parent; a >= 0; a = p.scopes[a].parent {
+		if p.isDropped(a) {
+			return fmt.Sprintf("inside %q, which was dropped", p.scopes[a].s.Name)
+		}
+	}
+	return "left out with the scope around it"
 }
 
 // reasonCut places an entry's reason in the report's shared reason text.
