@@ -153,7 +153,9 @@ from. --all adds superseded and forgotten memories.`,
 		Long: `Import memories from a JSON Lines file, one object a line:
   {"id","category","content","created_at","user","chat","superseded_by"}
 Only id, category and content are required. Ids and times are kept. A bad line
-is an error naming its line number, and then nothing from the file is imported.`,
+is an error naming its line number, and then nothing from the file is imported.
+The file is read a line at a time (a line is at most 4 MiB, the file has no
+size limit); "-" reads standard input.`,
 		Args: cobra.ExactArgs(1),
 	}, importOpts, importRun)
 
