@@ -229,6 +229,7 @@ func (g *Gateway) forwardAnthropic(w http.ResponseWriter, r *http.Request, st *u
 		badRequest(w, fe.param, "%s", fe.msg)
 		return
 	}
+	call.req.Model = st.cfg.Gateway.UpstreamModel(call.req.Model, st.lc.Model)
 	client := st.anthropic
 	ck, err := g.clientKey(r, st)
 	if err != nil {

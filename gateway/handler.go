@@ -391,11 +391,21 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, ws *server.Works
 		g.forwardAnthropic(w, r, st, q, t)
 		return
 	}
-	if t.body, err = g.openaiBody(q, t.msgs, t.sys, st.lc.Model); err != nil {
+	if t.body, err = g.openaiBody(q, t.msgs, t.sys, upstreamModel(st, q)); err != nil {
 		g.failure(w, r, frontOpenAI, err)
 		return
 	}
 	g.forward(w, r, st, q, t)
+}
+
+// upstreamModel is the model a Chat Completions request goes to:
+// loom.yaml's llm.model unless gateway.models maps the client's model.
+func upstreamModel(st *upstream, q *request) string {
+	var client string
+	if m, ok := q.fields["model"]; ok {
+		json.Unmarshal(m, &client) // a non-string model is the upstream's to refuse
+	}
+	return st.cfg.Gateway.UpstreamModel(client, st.lc.Model)
 }
 
 // built is a request ready for the upstream, with what loom reports about it.
@@ -532,9 +542,9 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream,
 }
 
 // openaiBody is the request for an OpenAI-compatible upstream: the
-// client's fields as they came with loom's messages, in three pieces (the
-// middle one the kept encoding of the system message), put together once
-// when sent.
+// client's fields as they came with loom's messages and model (the
+// client's own when model is ""), in three pieces (the middle one the kept
+// encoding of the system message), put together once when sent.
 func (g *Gateway) openaiBody(q *request, final []messages.Message, sys *sysEntry, model string) (parts, error) {
 	rest, err := appendWire(make([]byte, 0, 1024), final[1:])
 	if err != nil {
@@ -551,7 +561,7 @@ func (g *Gateway) openaiBody(q *request, final []messages.Message, sys *sysEntry
 	}
 	slices.Sort(keys)
 	head := append(make([]byte, 0, 128), `{"model":`...)
-	if m, ok := q.fields["model"]; ok && string(m) != "null" && string(m) != `""` {
+	if m, ok := q.fields["model"]; model == "" && ok && string(m) != "null" {
 		head = append(head, m...)
 	} else {
 		mb, _ := json.Marshal(model)

@@ -149,3 +149,24 @@ func TestModels(t *testing.T) {
 		t.Errorf("Anthropic list: %v", out)
 	}
 }
+
+// Chat Completions turns go to llm.model too, unless gateway.models maps
+// the client's model: a client that knows only one provider's model names
+// reaches either upstream.
+func TestChatCompletionsModelMapping(t *testing.T) {
+	for _, pe := range protoSetups(t, aliasYAML) {
+		t.Run(pe.provider, func(t *testing.T) {
+			configured := map[string]string{"openai": "fake-model", "anthropic": "claude-fake"}[pe.provider]
+			for client, want := range map[string]string{"gpt-4o": configured, "claude-sonnet-4-5": "fake-model-big"} {
+				res := pe.post(t, "/v1/chat/completions", map[string]any{"model": client, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+				if body := readAll(t, res); res.StatusCode != 200 {
+					t.Fatalf("%s: %d %s", client, res.StatusCode, body)
+				}
+				reqs := pe.requests()
+				if got := reqs[len(reqs)-1].Body["model"]; got != want {
+					t.Errorf("client model %s went upstream as %v, want %s", client, got, want)
+				}
+			}
+		})
+	}
+}
