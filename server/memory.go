@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,19 +109,60 @@ func (s *Server) listMemories(r *http.Request, ws *Workspace) (any, error) {
 	return MemoryList{Memories: list}, nil
 }
 
-func (s *Server) exportMemories(r *http.Request, ws *Workspace) (any, error) {
+func (s *Server) exportMemories(w http.ResponseWriter, r *http.Request, ws *Workspace) {
 	st, err := ws.store(r.Context())
 	if err != nil {
-		return nil, err
+		s.reply(w, r, nil, err)
+		return
 	}
-	list, err := st.List(r.Context(), memory.Query{AllUsers: true, All: true})
+	sm, ok := st.(memory.Streamer)
+	if !ok {
+		list, err := st.List(r.Context(), memory.Query{AllUsers: true, All: true})
+		if list == nil {
+			list = []memory.Memory{}
+		}
+		s.reply(w, r, MemoryList{Memories: list}, err)
+		return
+	}
+	// From SQLite, oldest first (as loom memory export), written as the
+	// rows are read: the export holds a buffer, not the list.
+	out := &sentWriter{w: w}
+	bw := bufio.NewWriterSize(out, 64<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	w.Header().Set("Content-Type", "application/json")
+	bw.WriteString(`{"memories":[`)
+	n := 0
+	err = sm.ExportTo(r.Context(), func(m memory.Memory) error {
+		if n > 0 {
+			bw.WriteByte(',')
+		}
+		n++
+		return enc.Encode(m)
+	})
+	if err == nil {
+		bw.WriteString("]}\n")
+		err = bw.Flush()
+	}
 	if err != nil {
-		return nil, err
+		if !out.sent {
+			s.reply(w, r, nil, err) // nothing went out: a plain error
+			return
+		}
+		s.log.Error("memory export cut", "request_id", requestID(r), "err", err)
+		panic(http.ErrAbortHandler) // the client sees a cut body, not a short list
 	}
-	if list == nil {
-		list = []memory.Memory{}
-	}
-	return MemoryList{Memories: list}, nil
+}
+
+// sentWriter notes whether anything reached the client.
+type sentWriter struct {
+	w    io.Writer
+	sent bool
+}
+
+func (s *sentWriter) Write(p []byte) (int, error) {
+	s.sent = true
+	return s.w.Write(p)
 }
 
 func (s *Server) addMemory(r *http.Request, ws *Workspace) (any, error) {

@@ -101,7 +101,7 @@ func (s *Server) routes() {
 	s.HandleWorkspace("GET /v1/workspaces/{ws}/memories", s.api(s.listMemories))
 	s.HandleWorkspace("POST /v1/workspaces/{ws}/memories", s.api(s.addMemory))
 	s.HandleWorkspace("DELETE /v1/workspaces/{ws}/memories/{id}", s.api(s.forgetMemory))
-	s.HandleWorkspace("GET /v1/workspaces/{ws}/memories/export", s.api(s.exportMemories))
+	s.HandleWorkspace("GET /v1/workspaces/{ws}/memories/export", s.exportMemories)
 	s.HandleWorkspace("POST /v1/workspaces/{ws}/memories/import", s.api(s.importMemories))
 	s.HandleFunc("/", s.notFound)
 }
