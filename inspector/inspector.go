@@ -22,9 +22,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,11 +81,8 @@ func Mount(s *server.Server) error {
 		return err
 	}
 	s.Handle("GET /inspect-assets/", http.StripPrefix("/inspect-assets/", http.FileServerFS(assets)))
-	toDefault := func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/inspect/default/", http.StatusFound)
-	}
-	s.HandleFunc("GET /{$}", toDefault)
-	s.HandleFunc("GET /inspect/{$}", toDefault)
+	s.HandleFunc("GET /{$}", in.index)
+	s.HandleFunc("GET /inspect/{$}", in.index)
 	s.HandleWorkspace("GET /ui/{ws}", func(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
 		http.Redirect(w, r, "/inspect/"+url.PathEscape(ws.Name)+"/", http.StatusFound)
 	})
@@ -96,6 +95,49 @@ func Mount(s *server.Server) error {
 	s.HandleForm("POST /inspect/{ws}/memories/{id}/forget", in.forgetMemory)
 	s.AddDrainer(in.close)
 	return nil
+}
+
+// index leads to the workspaces: a server of one workspace (loom serve -w,
+// loom inspect --web) redirects to its page, keeping the query (the
+// controls, such as budget=); a server of a root lists its workspaces, each
+// a button that comes back here with ws=NAME and the same query, which
+// redirects to that workspace's page. (The page templates print nothing
+// into a URL: see TestTemplatesPrintOnlyInSafePlaces.)
+func (in *Inspector) index(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	to := func(name string) {
+		q.Del("ws")
+		u := "/inspect/" + url.PathEscape(name) + "/"
+		if len(q) > 0 {
+			u += "?" + q.Encode()
+		}
+		http.Redirect(w, r, u, http.StatusFound)
+	}
+	if name := q.Get("ws"); name != "" {
+		if _, err := in.srv.Workspace(name); err != nil {
+			http.Error(w, "no workspace named "+strconv.Quote(name), http.StatusNotFound)
+			return
+		}
+		to(name)
+		return
+	}
+	names := in.srv.WorkspaceNames()
+	if len(names) == 1 && names[0] == server.DefaultWorkspace {
+		to(names[0])
+		return
+	}
+	type field struct{ Name, Value string }
+	v := struct {
+		Names []string
+		Keep  []field
+		More  bool
+	}{Names: names, More: len(names) >= server.MaxListedWorkspaces}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		for _, val := range q[k] {
+			v.Keep = append(v.Keep, field{k, val})
+		}
+	}
+	in.render(w, "index", v)
 }
 
 // Inspector serves the page for every workspace of one server.

@@ -98,3 +98,72 @@ func urlValues(q string) (map[string][]string, error) {
 	v, err := url.ParseQuery(q)
 	return v, err
 }
+
+// loom serve --root: / lists the workspaces, each link a working page, and
+// keeps the query (the controls); a server of one workspace redirects /
+// to its page, keeping the query too (loom inspect --web prints
+// /?budget=N).
+func TestIndex(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"alpha", "beta"} {
+		os.MkdirAll(filepath.Join(root, n), 0o755)
+		os.WriteFile(filepath.Join(root, n, "AGENTS.md"), []byte("# "+n+"\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("not a workspace"), 0o644)
+	serve := func(opts server.Options) *httptest.Server {
+		s, err := server.New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := Mount(s); err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(s.Handler())
+		t.Cleanup(ts.Close)
+		return ts
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(ts *httptest.Server, path string) (*http.Response, string) {
+		resp, err := noFollow.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+
+	ts := serve(server.Options{Root: root})
+	for _, path := range []string{"/", "/inspect/"} {
+		resp, body := get(ts, path+"?budget=50")
+		if resp.StatusCode != 200 || !strings.Contains(body, `<form class="workspaces" action="/" method="get">`) ||
+			!strings.Contains(body, `<input type="hidden" name="budget" value="50">`) ||
+			!strings.Contains(body, `<button name="ws" value="alpha">alpha</button>`) || !strings.Contains(body, `<button name="ws" value="beta">beta</button>`) ||
+			strings.Contains(body, "notes.txt") {
+			t.Errorf("GET %s: %d\n%s", path, resp.StatusCode, body)
+		}
+	}
+	// Each button leads to its workspace's page, with the query kept.
+	for _, n := range []string{"alpha", "beta"} {
+		resp, _ := get(ts, "/?budget=50&ws="+n)
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || loc != "/inspect/"+n+"/?budget=50" {
+			t.Errorf("ws=%s: %d to %q", n, resp.StatusCode, loc)
+			continue
+		}
+		if resp, body := get(ts, "/inspect/"+n+"/?budget=50"); resp.StatusCode != 200 || !strings.Contains(body, `value="50"`) {
+			t.Errorf("the %s page: %d", n, resp.StatusCode)
+		}
+	}
+	if resp, _ := get(ts, "/?ws=nope"); resp.StatusCode != 404 {
+		t.Errorf("ws=nope: %d, want 404", resp.StatusCode)
+	}
+	if resp, body := get(serve(server.Options{Root: t.TempDir()}), "/"); resp.StatusCode != 200 || !strings.Contains(body, "no workspace yet") {
+		t.Errorf("empty root: %d\n%s", resp.StatusCode, body)
+	}
+
+	one := serve(server.Options{Dir: filepath.Join(root, "alpha")})
+	if resp, _ := get(one, "/?budget=50"); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/inspect/default/?budget=50" {
+		t.Errorf("one workspace: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}

@@ -111,6 +111,7 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 	if opts.Budget < 0 {
 		return nil, fmt.Errorf("budget must be a positive number of tokens (got %d)", opts.Budget)
 	}
+	st.checkNotEmpty()
 	if opts.Tools == nil && cfg.Tools != nil {
 		st.opts.Tools = cfg.Tools
 	}

@@ -32,8 +32,9 @@ func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	WriteProblem(w, r, err)
 }
 
-// maxListedWorkspaces bounds the names an error lists.
-const maxListedWorkspaces = 20
+// MaxListedWorkspaces bounds the names WorkspaceNames lists (for an error
+// message, or the inspector's index).
+const MaxListedWorkspaces = 20
 
 // WorkspaceNames lists the workspaces the server serves, sorted: "default"
 // with Options.Dir, else the plain sub-folders of the root (at most 20,
@@ -51,7 +52,7 @@ func (s *Server) WorkspaceNames() []string {
 		if e.IsDir() && validName(e.Name()) {
 			names = append(names, e.Name())
 		}
-		if len(names) == maxListedWorkspaces {
+		if len(names) == MaxListedWorkspaces {
 			break
 		}
 	}

@@ -78,3 +78,29 @@ func TestReadingWritesNothing(t *testing.T) {
 		t.Errorf("%d built-in skill locations in the prompt, want 3:\n%s", n, out)
 	}
 }
+
+// A render of a folder with no workspace files (an empty or wrong -w) still
+// prints loom's defaults, but says so; a workspace with any of them does not.
+func TestRenderEmptyFolderWarns(t *testing.T) {
+	t.Setenv(skills.EnvCacheDir, t.TempDir())
+	empty := t.TempDir()
+	for _, cmd := range [][]string{{"render"}, {"inspect"}, {"messages", "--message", "hi"}} {
+		ios, _, out, errOut := cmdutil.Test()
+		args := append(append([]string{}, cmd...), "-w", empty)
+		// inspect prints its diagnostics in the report, the others on stderr
+		code := runWith(ios, args)
+		said := errOut.String() + out.String()
+		if code != 0 || !strings.Contains(said, "warning: no workspace files in "+empty) || !strings.Contains(said, "loom init") {
+			t.Errorf("loom %s in an empty folder: exit %d, stderr %q", cmd[0], code, errOut)
+		}
+	}
+	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+		t.Errorf("the empty folder was written to: %v", entries)
+	}
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "RULES.md"), []byte("Use EUR.\n"), 0o644)
+	ios, _, _, errOut := cmdutil.Test()
+	if code := runWith(ios, []string{"render", "-w", ws}); code != 0 || strings.Contains(errOut.String(), "no workspace files") {
+		t.Errorf("a workspace with RULES.md: exit %d, stderr %q", code, errOut)
+	}
+}
