@@ -135,24 +135,122 @@ func sameCounter(a, b Counter) bool {
 
 // renderMemo renders x through its memo, or reports false when the render
 // is not one the memo serves (a budget, a notice, no records, a child that
-// is not a scope), leaving buf and the renderer as they were.
+// is not a scope), leaving buf and the renderer as they were. Its steps:
+// claim the positions (memoStart), write the opening tag, the children
+// (memoChildren) and the closing tag, count the whole, and save.
 func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	m := x.memo
 	if r.plan != nil || r.offPlan > 0 || !r.record {
 		return buf, false
 	}
+	mr, ok := m.start(x, r)
+	if !ok {
+		return buf, false
+	}
+	elemStart := len(buf)
+	recsStart := len(r.recs)
+	keptStart := r.kept
+	buf = append(buf, '<')
+	buf = append(buf, x.Tag...)
+	for _, a := range x.Attrs {
+		buf = append(buf, ' ')
+		buf = append(buf, a.Name...)
+		buf = append(buf, `="`...)
+		buf = appendEscaped(buf, validUTF8(a.Value))
+		buf = append(buf, '"')
+	}
+	tagEnd := len(buf)
+	buf = append(buf, '>')
+	at := len(buf)
+	// The element's own record goes first, as a scope's does; it is
+	// filled in at the end. Room for the children's records is made once
+	// (as many as last time, or one each).
+	r.recs = slices.Grow(r.recs, max(len(mr.lastRecs), len(x.Children))+1)
+	r.recs = append(r.recs, rec{scope: xmlWhole, idx: -1, depth: int32(r.depth), tokens: -1})
+	childRecs := len(r.recs)
+	savedXML, savedSep := r.inXML, r.sep
+	r.inXML, r.sep = true, "\n"
+	buf = x.memoChildren(r, buf, mr, elemStart, childRecs)
+	r.inXML, r.sep = savedXML, savedSep
+	pos := mr.pos
+
+	switch {
+	case mr.written == 0:
+		// Nothing inside: self-closed, and the element's record goes.
+		m.save(pos, mr.fresh, string(buf[elemStart:]), r.recs[childRecs:], false, nil, r.err == nil)
+		copy(r.recs[recsStart:], r.recs[recsStart+1:])
+		r.recs = r.recs[:len(r.recs)-1]
+		return append(buf[:tagEnd], "/>"...), true
+	case mr.written == 1 && mr.oneLine:
+		// One line of content stays on the tag's line: render it the
+		// usual way.
+		m.save(pos, mr.fresh, string(buf[elemStart:]), r.recs[childRecs:], false, nil, r.err == nil)
+		r.recs = r.recs[:recsStart]
+		r.kept = keptStart
+		return buf[:elemStart], false
+	}
+	buf = append(buf, '\n')
+	buf = append(buf, "</"...)
+	buf = append(buf, x.Tag...)
+	buf = append(buf, '>')
+	whole := &r.recs[recsStart]
+	text := string(buf[elemStart:])
+	whole.text = text
+	whole.at = elemStart
+	whole.inside = int32(len(r.recs) - childRecs)
+	newTags := x.countWhole(r, whole, mr, buf[elemStart:at], buf[len(buf)-len(x.Tag)-4:])
+	// With share, the records are kept as the pass's own rather than
+	// copied: nothing writes the pass's records once made, but for a
+	// node that takes them back, which none around the element does when
+	// none may write its text again either (r.fixed == 0).
+	m.save(pos, mr.fresh, text, r.recs[childRecs:], r.settled && r.fixed == 0, newTags, r.err == nil)
+	if whole.tokens < 0 {
+		// Not counted from its parts: the record would only repeat the
+		// scope around it.
+		whole.text = ""
+	}
+	return buf, true
+}
+
+// memoRender is one render through an element's memo: what it read of the
+// last render, the positions it writes, and what it found writing the
+// children.
+type memoRender struct {
+	pos      []xmlPos
+	last     []xmlPos
+	lastText string
+	lastRecs []rec
+	tags     *xmlTags
+	// fresh lists the positions of children rendered here, for the map.
+	freshBuf [4]int
+	fresh    []int
+	written  int  // children that wrote text
+	oneLine  bool // the last of them has no line break
+	// tokens sums the children's counts, while each may be added (adds;
+	// see xmlSeg.cut).
+	tokens int
+	adds   bool
+}
+
+// start begins a render of x through m: it resets the memo when the
+// render differs from the last in counter, depth or counting, and claims
+// the positions. This render reads the last one's positions (last) and
+// writes its own (pos). When no other render reads them, it takes the last
+// ones and writes over them as it reads them, which leaves a child still
+// at its position as it was but for its offsets; otherwise it writes the
+// spare array (see XMLMemo.spare). ok is false, and nothing claimed, when a
+// child is not a scope.
+func (m *XMLMemo) start(x *XMLElement, r *renderer) (mr *memoRender, ok bool) {
 	n := len(x.Children)
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.m == nil || !sameCounter(m.counter, r.counter) || m.depth != r.depth || m.count != r.count {
 		m.m, m.counter, m.depth, m.count = map[*Scope]*xmlSeg{}, r.counter, r.depth, r.count
 		m.last, m.lastText, m.lastRecs, m.tags = nil, "", nil, nil
 	}
-	// This render reads the last one's positions (last) and writes its
-	// own (pos). When no other render reads them, it takes the last ones
-	// and writes over them as it reads them, which leaves a child still at
-	// its position as it was but for its offsets; otherwise it writes the
-	// spare array (see XMLMemo.spare).
-	last, lastText, lastRecs, tags := m.last, m.lastText, m.lastRecs, m.tags
+	mr = &memoRender{last: m.last, lastText: m.lastText, lastRecs: m.lastRecs, tags: m.tags, adds: true}
+	mr.fresh = mr.freshBuf[:0]
+	last := mr.last
 	var pos []xmlPos
 	if own := m.active == 0 && cap(last) >= n+1; own {
 		pos = last[:n+1]
@@ -167,17 +265,15 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	}
 	// Each position is read as last before it is written as pos: here
 	// the child (the offsets of one not in place are read before they are
-	// written, in the loop below), and its offsets in the loop below.
+	// written, in memoChildren), and its offsets in memoChildren.
 	for i, c := range x.Children {
 		var s *Scope
 		if c != nil {
-			var ok bool
 			if s, ok = c.(*Scope); !ok {
 				if m.spare == nil {
 					m.spare = pos[:0]
 				}
-				m.mu.Unlock()
-				return buf, false
+				return nil, false
 			}
 		}
 		p := &pos[i]
@@ -199,38 +295,17 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 		p.s, p.seg, p.info, p.moved = s, sg, info, true
 	}
 	m.active++
-	m.mu.Unlock()
+	mr.pos = pos
+	return mr, true
+}
 
-	elemStart := len(buf)
-	recsStart := len(r.recs)
-	keptStart := r.kept
-	buf = append(buf, '<')
-	buf = append(buf, x.Tag...)
-	for _, a := range x.Attrs {
-		buf = append(buf, ' ')
-		buf = append(buf, a.Name...)
-		buf = append(buf, `="`...)
-		buf = appendEscaped(buf, validUTF8(a.Value))
-		buf = append(buf, '"')
-	}
-	tagEnd := len(buf)
-	buf = append(buf, '>')
-	at := len(buf)
-	// The element's own record goes first, as a scope's does; it is
-	// filled in at the end. Room for the children's records is made once
-	// (as many as last time, or one each).
-	r.recs = slices.Grow(r.recs, max(len(lastRecs), n)+1)
-	r.recs = append(r.recs, rec{scope: xmlWhole, idx: -1, depth: int32(r.depth), tokens: -1})
-	childRecs := len(r.recs)
-	savedXML, savedSep := r.inXML, r.sep
-	r.inXML, r.sep = true, "\n"
-	// fresh lists the positions of children rendered here, for the map.
-	var freshBuf [4]int
-	fresh := freshBuf[:0]
-	written, oneLine := 0, false
-	// tokens sums the children's counts, while each may be added (see
-	// xmlSeg.cut).
-	tokens, adds := 0, true
+// memoChildren writes the element's children: each run of children in
+// place, copied at its end from where it was in the last render; each
+// other child from its segment, rendered first when it has none for its
+// place.
+func (x *XMLElement) memoChildren(r *renderer, buf []byte, mr *memoRender, elemStart, childRecs int) []byte {
+	pos, last, lastText, lastRecs := mr.pos, mr.last, mr.lastText, mr.lastRecs
+	n := len(x.Children)
 	// A run of children in place, from runFrom, is copied at its end from
 	// where its first part was in the last render (runText, runRecs).
 	runFrom, runText, runRecs := -1, 0, 0
@@ -245,7 +320,7 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	for i := range n {
 		p := &pos[i]
 		s, in := p.s, &p.info
-		if !p.moved && (s == nil || p.seg != nil && (!in.hasText || in.afterTag == (written == 0))) {
+		if !p.moved && (s == nil || p.seg != nil && (!in.hasText || in.afterTag == (mr.written == 0))) {
 			if runFrom < 0 {
 				runFrom, runText, runRecs = i, last[i].textOff, last[i].recOff
 				dText = len(buf) - elemStart - runText
@@ -253,10 +328,7 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 			}
 			p.textOff, p.recOff = last[i].textOff+dText, last[i].recOff+dRecs
 			if in.hasText {
-				written++
-				oneLine = in.oneLine
-				tokens += in.tokens
-				adds = adds && in.cut && in.tokens >= 0
+				mr.add(in)
 			}
 			r.kept += in.kept
 			continue
@@ -266,80 +338,56 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 		if s == nil {
 			continue
 		}
-		afterTag := written == 0
+		afterTag := mr.written == 0
 		sg := p.seg
 		if sg == nil || sg.afterTag != afterTag {
 			sg = x.renderChild(r, s, buf, afterTag)
 			if r.err == nil {
-				fresh = append(fresh, i)
+				mr.fresh = append(mr.fresh, i)
 			}
 			p.seg, p.info = sg, sg.segInfo
 		}
 		if sg.hasText {
 			buf = append(buf, '\n')
 			buf = append(buf, sg.text...)
-			written++
-			oneLine = sg.oneLine
-			tokens += sg.tokens
-			adds = adds && sg.cut && sg.tokens >= 0
+			mr.add(&sg.segInfo)
 		}
 		r.recs = append(r.recs, sg.recs...)
 		r.kept += sg.kept
 	}
 	flush(n)
 	pos[n] = xmlPos{textOff: len(buf) - elemStart, recOff: len(r.recs) - childRecs}
-	r.inXML, r.sep = savedXML, savedSep
+	return buf
+}
 
-	switch {
-	case written == 0:
-		// Nothing inside: self-closed, and the element's record goes.
-		m.save(pos, fresh, string(buf[elemStart:]), r.recs[childRecs:], false, nil, r.err == nil)
-		copy(r.recs[recsStart:], r.recs[recsStart+1:])
-		r.recs = r.recs[:len(r.recs)-1]
-		return append(buf[:tagEnd], "/>"...), true
-	case written == 1 && oneLine:
-		// One line of content stays on the tag's line: render it the
-		// usual way.
-		m.save(pos, fresh, string(buf[elemStart:]), r.recs[childRecs:], false, nil, r.err == nil)
-		r.recs = r.recs[:recsStart]
-		r.kept = keptStart
-		return buf[:elemStart], false
+// add notes a child that wrote text.
+func (mr *memoRender) add(in *segInfo) {
+	mr.written++
+	mr.oneLine = in.oneLine
+	mr.tokens += in.tokens
+	mr.adds = mr.adds && in.cut && in.tokens >= 0
+}
+
+// countWhole counts the whole element from its tags (head, the opening
+// tag, and tail, "\n</tag>") and its children's counts, where counts add
+// at both seams; it returns the tags' counts when they were made anew.
+func (x *XMLElement) countWhole(r *renderer, whole *rec, mr *memoRender, head, tail []byte) *xmlTags {
+	add, ok := r.counter.(Additive)
+	if !ok || !r.count || !mr.adds {
+		return nil
 	}
-	buf = append(buf, '\n')
-	buf = append(buf, "</"...)
-	buf = append(buf, x.Tag...)
-	buf = append(buf, '>')
-	whole := &r.recs[recsStart]
-	text := string(buf[elemStart:])
-	whole.text = text
-	whole.at = elemStart
-	whole.inside = int32(len(r.recs) - childRecs)
-	newTags := (*xmlTags)(nil)
-	if add, ok := r.counter.(Additive); ok && r.count && adds {
-		head := buf[elemStart:at]
-		if tags == nil || tags.tag != x.Tag || tags.head != string(head) {
-			tail := buf[len(buf)-len(x.Tag)-4:] // "\n</tag>"
-			tags = &xmlTags{tag: x.Tag, head: string(head)}
-			tags.headTokens = r.counter.Count(tags.head + "\n")
-			tags.tailTokens = r.counter.Count(string(tail[1:]))
-			tags.tailCut = add.AddsAt(string(tail), 1)
-			newTags = tags
-		}
-		if tags.tailCut {
-			whole.tokens = tags.headTokens + tokens + tags.tailTokens
-		}
+	tags, newTags := mr.tags, (*xmlTags)(nil)
+	if tags == nil || tags.tag != x.Tag || tags.head != string(head) {
+		tags = &xmlTags{tag: x.Tag, head: string(head)}
+		tags.headTokens = r.counter.Count(tags.head + "\n")
+		tags.tailTokens = r.counter.Count(string(tail[1:]))
+		tags.tailCut = add.AddsAt(string(tail), 1)
+		newTags = tags
 	}
-	// With share, the records are kept as the pass's own rather than
-	// copied: nothing writes the pass's records once made, but for a
-	// node that takes them back, which none around the element does when
-	// none may write its text again either (r.fixed == 0).
-	m.save(pos, fresh, text, r.recs[childRecs:], r.settled && r.fixed == 0, newTags, r.err == nil)
-	if whole.tokens < 0 {
-		// Not counted from its parts: the record would only repeat the
-		// scope around it.
-		whole.text = ""
+	if tags.tailCut {
+		whole.tokens = tags.headTokens + mr.tokens + tags.tailTokens
 	}
-	return buf, true
+	return newTags
 }
 
 // save keeps what a render made for the next: its positions pos, whose
