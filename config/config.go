@@ -152,6 +152,30 @@ type MemoryConfig struct {
 	// LOOM_PG_DSN. A workspace may only name a LOOM_* variable: it picks
 	// which of the operator's variables is read, never the DSN itself.
 	DSNEnv string `yaml:"dsn_env"`
+	// Retrieval is how a turn's memories are chosen: "priority" (the
+	// whole budget by category priority and recency, in the system
+	// prompt) or "relevant" (half of it so, in the system prompt, and
+	// half with the memories most relevant to the current message, beside
+	// it). Empty means DefaultRetrieval.
+	Retrieval string `yaml:"retrieval"`
+}
+
+// Memory retrieval modes (memory.retrieval in loom.yaml).
+const (
+	RetrievalPriority = "priority"
+	RetrievalRelevant = "relevant"
+	// DefaultRetrieval is the mode when loom.yaml names none.
+	DefaultRetrieval = RetrievalPriority
+)
+
+// Relevant says whether a turn's memories are partly chosen by relevance
+// to the current message.
+func (m MemoryConfig) Relevant() bool {
+	r := m.Retrieval
+	if r == "" {
+		r = DefaultRetrieval
+	}
+	return r == RetrievalRelevant
 }
 
 // Memory store kinds (memory.store in loom.yaml, loom serve --store).
@@ -500,6 +524,7 @@ func (c *Config) validate() error {
 		}
 	}
 	oneOf("memory.store", c.Memory.Store, StoreSQLite, StorePostgres)
+	oneOf("memory.retrieval", c.Memory.Retrieval, RetrievalPriority, RetrievalRelevant)
 	if c.has("memory.dsn_env") {
 		switch v := c.Memory.DSNEnv; {
 		case !envName().MatchString(v):

@@ -462,8 +462,11 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream,
 	rt := messages.Runtime{Now: g.opts.Now(), Location: st.loc, Channel: q.channel, ChatID: q.key,
 		SenderID: q.user, Placement: st.placement}
 	// Built with an empty system prompt; the kept one goes in after.
+	// With memory.retrieval: relevant, the memories this turn is about
+	// go into its runtime block; the system prompt stays the same.
+	recall := ws.Builder.Recall(ctx, res, text, messages.PreviousTurn(history))
 	b, err := messages.Build(messages.Turn{History: history,
-		Message: text, Role: messages.RoleUser, Runtime: rt, Skills: server.SkillExpander{Set: set}}, opts)
+		Message: text, Role: messages.RoleUser, Runtime: rt, Skills: server.SkillExpander{Set: set}, Recall: recall}, opts)
 	if err != nil {
 		return nil, ferr(fmt.Sprintf("messages[%d]", last), "%v", err)
 	}

@@ -24,10 +24,11 @@ import (
 
 // Bounds on tool inputs.
 const (
-	maxCountText   = 4 << 20 // count_tokens text, bytes
-	maxRecall      = 1000    // recall's largest limit
-	defaultRecall  = 100     // recall's limit when none is given
-	maxFilterBytes = 1 << 10 // recall's text filter
+	maxCountText   = 4 << 20  // count_tokens text, bytes
+	maxRecall      = 1000     // recall's largest limit
+	defaultRecall  = 100      // recall's limit when none is given
+	maxFilterBytes = 1 << 10  // recall's text filter
+	maxQueryBytes  = 64 << 10 // recall's query
 	maxIDBytes     = 128
 )
 
@@ -51,11 +52,16 @@ type RecallInput struct {
 	Text     string `json:"text,omitempty" jsonschema:"only memories whose content contains this text, ignoring case"`
 	All      bool   `json:"all,omitempty" jsonschema:"include superseded and forgotten memories"`
 	Limit    int    `json:"limit,omitempty" jsonschema:"at most this many memories, newest first (default 100, at most 1000)"`
+	Query    string `json:"query,omitempty" jsonschema:"rank the active memories by relevance to this text instead, best first (default limit 10); any text is taken as words, never as search syntax; category and text still filter"`
 }
 
 // RecallOutput is what recall returns.
 type RecallOutput struct {
 	Memories []memory.Memory `json:"memories"`
+	// Scores, with a query, are each memory's relevance (higher is
+	// better), and Why the words it matched, in the order of Memories.
+	Scores []float64  `json:"scores,omitempty"`
+	Why    [][]string `json:"why,omitempty"`
 	// Matched is how many memories matched; more than len(Memories) when
 	// the limit cut the list.
 	Matched int `json:"matched"`
@@ -144,7 +150,7 @@ func (s *Server) addTools() {
 	// recall declares no output schema: the SDK would validate every
 	// answer against it, which costs more than the recall itself on a
 	// large store. The answer is RecallOutput.
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "recall", Description: "List stored memories, newest first, filtered by user, category or text. Returns {memories: [{id, category, content, user, chat, created_at, superseded_by, forgotten}], matched}.",
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "recall", Description: "List stored memories, newest first, filtered by user, category or text; with query, the memories most relevant to it, best first. Returns {memories: [{id, category, content, user, chat, created_at, superseded_by, forgotten}], matched}, and with query scores and why (the words each matched) beside memories.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(ctx context.Context, req *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, any, error) {
 		r, out, err := s.recall(ctx, req, in)
 		return r, out, err
@@ -271,6 +277,9 @@ func (s *Server) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallIn
 	if st == nil {
 		return nil, out, nil
 	}
+	if in.Query != "" {
+		return s.search(ctx, st, in, out)
+	}
 	q := memory.Query{User: in.User, All: in.All}
 	if q.User == "" {
 		q.User = s.opts.User
@@ -294,6 +303,58 @@ func (s *Server) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallIn
 		}
 	}
 	return nil, out, nil
+}
+
+// search is recall with a query: the store's ranked search, filtered by
+// category and text.
+func (s *Server) search(ctx context.Context, st memory.Store, in RecallInput, out RecallOutput) (*mcp.CallToolResult, RecallOutput, error) {
+	if len(in.Query) > maxQueryBytes {
+		return nil, out, fieldError("query", "longer than %d bytes", maxQueryBytes)
+	}
+	if in.All {
+		return nil, out, fieldError("all", "a query finds active memories only")
+	}
+	searcher, ok := st.(memory.Searcher)
+	if !ok {
+		return nil, out, fmt.Errorf("this memory store cannot search")
+	}
+	limit := in.Limit
+	if limit == 0 {
+		limit = memory.DefaultSearchLimit
+	}
+	user := in.User
+	if user == "" {
+		user = s.opts.User
+	}
+	// The filters apply after ranking, so ask for more.
+	ask := limit
+	if in.Category != "" || in.Text != "" {
+		ask = memory.MaxSearchLimit
+	}
+	hits, err := searcher.Search(ctx, memory.SearchQuery{Text: in.Query, User: user, Limit: ask})
+	if err != nil {
+		return nil, out, err
+	}
+	needle := strings.ToLower(in.Text)
+	for _, h := range hits {
+		if (in.Category != "" && h.Category != in.Category) || (needle != "" && !strings.Contains(strings.ToLower(h.Content), needle)) {
+			continue
+		}
+		out.Matched++
+		if len(out.Memories) < limit {
+			out.Memories = append(out.Memories, h.Memory)
+			out.Scores = append(out.Scores, h.Score)
+			out.Why = append(out.Why, nonNilWords(h.Matched))
+		}
+	}
+	return nil, out, nil
+}
+
+func nonNilWords(ws []string) []string {
+	if ws == nil {
+		return []string{}
+	}
+	return ws
 }
 
 // listCache keeps the last List answer of each query while the database

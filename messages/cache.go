@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/loomctx/loom/internal/jsonout"
+	"github.com/loomctx/loom/memory"
 )
 
 // Report is what a build saw: the stable prefix's fingerprint, the images
@@ -31,6 +32,9 @@ type Report struct {
 	Warnings     []string    `json:"warnings"`
 	// CacheDiff compares this prefix with a previous report's, when asked.
 	CacheDiff *Diff `json:"cache_diff,omitempty"`
+	// Recall lists the memories the runtime block recalled for this
+	// turn, each with its score and why; nil when none were asked for.
+	Recall *memory.Recall `json:"recall,omitempty"`
 }
 
 // Prefix fingerprints the stable prefix. SHA256 is the sha256 of the

@@ -57,6 +57,8 @@ type Runtime struct {
 	Placement Placement
 	// Omit leaves the block out entirely.
 	Omit bool
+	// Memories are memories recalled for this turn, one line each.
+	Memories []string
 }
 
 // RuntimeBlock renders the runtime context block, markers included.
@@ -75,6 +77,13 @@ func RuntimeBlock(rt Runtime) string {
 		Channel:  oneLine(rt.Channel),
 		ChatID:   oneLine(rt.ChatID),
 		SenderID: oneLine(rt.SenderID),
+	}
+	if len(rt.Memories) > 0 {
+		lines := make([]string, len(rt.Memories))
+		for i, m := range rt.Memories {
+			lines[i] = "- " + oneLine(m)
+		}
+		data.Memories = strings.Join(lines, "\n")
 	}
 	blocks.Lock()
 	block, ok := blocks.m[data]
@@ -102,7 +111,7 @@ func RuntimeBlock(rt Runtime) string {
 }
 
 // runtimeData is what the runtime template shows.
-type runtimeData struct{ Time, Channel, ChatID, SenderID string }
+type runtimeData struct{ Time, Channel, ChatID, SenderID, Memories string }
 
 // blocks are the runtime blocks made lately, by what they show: a server
 // answers many turns a minute for the same channels and chats, and

@@ -3,6 +3,8 @@ package messages
 import (
 	"errors"
 	"fmt"
+
+	"github.com/loomctx/loom/memory"
 )
 
 // Section names a byte range [Start, End) of the system prompt, as the
@@ -56,6 +58,11 @@ type Turn struct {
 	Runtime Runtime
 	// Skills expands skill references in Message; nil leaves it as is.
 	Skills SkillExpander
+	// Recall, when set, holds the memories chosen for this turn by
+	// relevance (prompt.Builder.Recall). They go into the runtime block,
+	// beside the current message, so the system prompt stays the same
+	// from turn to turn; the report lists them with their scores.
+	Recall *memory.Recall
 }
 
 // DefaultMinCacheTokens is the smallest prefix worth caching. It varies by
@@ -118,7 +125,10 @@ func Build(t Turn, opts Options) (*Result, error) {
 
 	block := ""
 	if !t.Runtime.Omit {
-		block = RuntimeBlock(t.Runtime)
+		rt := t.Runtime
+		rt.Memories = t.Recall.Lines()
+		block = RuntimeBlock(rt)
+		rep.Recall = t.Recall
 	}
 	cur := Message{Role: role, Content: currentContent(text, block, images, t.Runtime.Placement)}
 	if cur.Content.IsEmpty() {

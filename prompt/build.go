@@ -79,6 +79,14 @@ type state struct {
 	extraEntries []md.Entry
 	memoryKey    string // the memory store's state, for reuse
 	memErr       error  // the memory source could not be reached
+
+	// For a recall (recall.go): the scope's active memories, the
+	// database they came from ("" for a memory source), the whole memory
+	// budget, and what the render leaves to Builder.Recall.
+	memList   []memory.Memory
+	memDB     string
+	memBudget int
+	recall    *recallPlan
 }
 
 func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
@@ -163,6 +171,7 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 		if st.memErr != nil {
 			return nil, st.memErr
 		}
+		st.planRecall()
 	}
 	if st.preset == Analyst && !opts.Subagent {
 		st.connections = Connections(ws, &st.diags)
@@ -257,6 +266,7 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 		if err != nil {
 			return fail(err)
 		}
+		st.memDB = dbPath
 		// The store's files tell whether anything was written since the
 		// last listing (a commit grows the WAL or rewrites the database),
 		// so an unchanged store is not queried again; Invalidate says so
@@ -287,6 +297,12 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 	}
 	if budget <= 0 {
 		budget = config.DefaultMemoryBudget
+	}
+	st.memList, st.memBudget = list, budget
+	if st.cfg.Memory.Relevant() {
+		// The system prompt keeps its share by priority; the rest is
+		// filled per turn beside the message (recall.go).
+		budget -= recallShare(budget)
 	}
 	var sel memory.SelectOptions
 	if st.opts.ChatID != "" && st.cfg.Memory.ExcludesCurrentChat() {

@@ -80,6 +80,10 @@ type Fork struct {
 type Result struct {
 	Prompt string `json:"prompt"`
 	Report Report `json:"report"`
+
+	// recall is what Builder.Recall needs of the render; nil when
+	// memory.retrieval is not relevant or the render had no memories.
+	recall *recallPlan
 }
 
 // Report is what a render cost and what it left out. Its JSON shape is the
@@ -302,7 +306,7 @@ func (st *state) render(tree md.Node) (*Result, error) {
 	// from elsewhere (memories a model extracted, the caller's options)
 	// where it enters the tree (see cleanOptions and buildMemories), so the
 	// prompt holds none and is not scanned again.
-	return &Result{Prompt: res.Text, Report: rep}, rerr
+	return &Result{Prompt: res.Text, Report: rep, recall: st.recall}, rerr
 }
 
 // Render is a one-shot [Builder.Render] for the workspace at dir.

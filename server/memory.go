@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/loomctx/loom/config"
@@ -92,6 +94,9 @@ func (s *Server) listMemories(r *http.Request, ws *Workspace) (any, error) {
 		return nil, err
 	}
 	q := r.URL.Query()
+	if q.Has("q") {
+		return searchMemories(r, st, q)
+	}
 	query := memory.Query{User: q.Get("user"), AllUsers: q.Get("all_users") == "true", All: q.Get("all") == "true",
 		ExcludeChat: q.Get("exclude_chat")}
 	for _, k := range []string{"all_users", "all"} {
@@ -309,4 +314,42 @@ func memoryStream(body io.Reader) memory.ImportSource {
 		}
 		return m, nil
 	}
+}
+
+// maxSearchQuery bounds the text of a memory search (?q=).
+const maxSearchQuery = 64 << 10
+
+// MemoryHits is the body of a memory search: the memories best first,
+// each with its score.
+type MemoryHits struct {
+	Memories []memory.Hit `json:"memories"`
+}
+
+// searchMemories answers GET .../memories?q=TEXT[&user=U][&limit=K]: the
+// store's ranked search (memory.Searcher).
+func searchMemories(r *http.Request, st memory.Store, q url.Values) (any, error) {
+	text := q.Get("q")
+	if len(text) > maxSearchQuery {
+		return nil, FieldErrorf("q", "longer than %d bytes", maxSearchQuery)
+	}
+	limit := memory.DefaultSearchLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > memory.MaxSearchLimit {
+			return nil, FieldErrorf("limit", "must be a number from 1 to %d", memory.MaxSearchLimit)
+		}
+		limit = n
+	}
+	s, ok := st.(memory.Searcher)
+	if !ok {
+		return nil, Errorf(http.StatusNotImplemented, "search_unsupported", "this memory store cannot search")
+	}
+	hits, err := s.Search(r.Context(), memory.SearchQuery{Text: text, User: q.Get("user"), Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	if hits == nil {
+		hits = []memory.Hit{}
+	}
+	return MemoryHits{Memories: hits}, nil
 }

@@ -202,10 +202,14 @@ func (s *Server) buildMessages(r *http.Request, ws *Workspace) (any, error) {
 	if q.Clean {
 		history, _ = messages.Clean(history, messages.CleanOptions{})
 	}
-	built, err := messages.Build(messages.Turn{
+	turn := messages.Turn{
 		System: res.Prompt, SystemSections: Sections(res), History: history,
 		Message: q.Message, Role: messages.Role(q.Role), Runtime: rt, Skills: SkillExpander{set},
-	}, messages.Options{Counter: Counter(cfg, q.Encoding, q.Model), MinCacheTokens: q.MinCacheTokens})
+	}
+	if !q.NoRuntime { // memory.retrieval: relevant puts this turn's memories in its runtime block
+		turn.Recall = ws.Builder.Recall(r.Context(), res, q.Message, messages.PreviousTurn(history))
+	}
+	built, err := messages.Build(turn, messages.Options{Counter: Counter(cfg, q.Encoding, q.Model), MinCacheTokens: q.MinCacheTokens})
 	if err != nil {
 		return nil, buildProblem(err)
 	}

@@ -218,6 +218,9 @@ func (s *Session) prepare(ctx context.Context, in TurnInput) (*Prepared, error) 
 			ChatID: s.opts.Key, SenderID: s.opts.User, Placement: s.opts.Placement,
 		},
 		Skills: s.skills,
+		// With memory.retrieval: relevant, the memories this turn is
+		// about go into its runtime block.
+		Recall: s.builder.Recall(local, pr, in.Text, messages.PreviousTurn(history)),
 	}, messages.Options{Counter: s.opts.Counter})
 	if err != nil {
 		p.Release()

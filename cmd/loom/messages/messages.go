@@ -18,6 +18,7 @@ import (
 	"github.com/loomctx/loom/fit"
 	"github.com/loomctx/loom/internal/jsonout"
 	"github.com/loomctx/loom/md"
+	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/tokens"
@@ -178,6 +179,7 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	var recall func(text string, history []messages.Message) *memory.Recall
 	if err := o.check(); err != nil {
 		return err
 	}
@@ -199,8 +201,14 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 		if o.Flags.TZ == "" {
 			o.Flags.TZ = zone
 		}
+		var first *prompt.Result // the full render, before any fitting shrinks it
 		o.SystemPrompt = func(ctx context.Context, f *shared.RenderFlags) (string, []messages.Section, []workspace.Diagnostic, error) {
-			return renderWith(ctx, b, f)
+			return renderWith(ctx, b, f, &first)
+		}
+		// With memory.retrieval: relevant, the memories this message is
+		// about go into its runtime block.
+		recall = func(text string, history []messages.Message) *memory.Recall {
+			return b.Recall(ctx, first, text, messages.PreviousTurn(history))
 		}
 	}
 	runtime, err := o.runtime()
@@ -255,6 +263,9 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 		System: system, SystemSections: sections, History: history,
 		Message: text, Role: messages.Role(o.Role), Media: o.Media,
 		Runtime: runtime, Skills: o.Skills,
+	}
+	if recall != nil && !runtime.Omit {
+		turn.Recall = recall(text, history)
 	}
 	bopts := messages.Options{
 		Media:          messages.MediaLimits{MaxImageBytes: o.MaxImageBytes, MaxMediaBytes: o.MaxMediaBytes},
@@ -378,7 +389,7 @@ func warn(w io.Writer, r messages.Report) {
 
 // renderWith renders with b the system prompt the flags describe, and names
 // its top-level sections by their byte ranges.
-func renderWith(ctx context.Context, b *prompt.Builder, f *shared.RenderFlags) (string, []messages.Section, []workspace.Diagnostic, error) {
+func renderWith(ctx context.Context, b *prompt.Builder, f *shared.RenderFlags, first **prompt.Result) (string, []messages.Section, []workspace.Diagnostic, error) {
 	o, err := f.Options()
 	if err != nil {
 		return "", nil, nil, err
@@ -386,6 +397,9 @@ func renderWith(ctx context.Context, b *prompt.Builder, f *shared.RenderFlags) (
 	res, err := b.Render(ctx, o)
 	if res == nil {
 		return "", nil, nil, err
+	}
+	if *first == nil {
+		*first = res
 	}
 	var over *md.OverBudgetError
 	if err != nil && !errors.As(err, &over) {
