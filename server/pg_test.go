@@ -230,7 +230,16 @@ func TestPGMountedFrontEndsUseTheSharedStore(t *testing.T) {
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "remember", Arguments: map[string]any{"content": "Ann plays the cello.", "user": "ann"}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := http.PostForm(ts.URL+"/inspect/default/memories", url.Values{"content": {"Ann lives in Porto."}, "user": {"ann"}})
+	// The inspector's page sends its form token with the form (a page of
+	// another site cannot read it).
+	form := url.Values{"content": {"Ann lives in Porto."}, "user": {"ann"}}.Encode()
+	req, err := http.NewRequest("POST", ts.URL+"/inspect/default/memories", strings.NewReader(form))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set(server.FormTokenHeader, s.FormToken())
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
