@@ -507,102 +507,12 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 		old = prev.jobs
 	}
 	var listing *rootListing
-	var lastNames, lastRels []string
-	sameListing := false
 	if !watched {
-		for len(l.listings) <= r.rank {
-			l.listings = append(l.listings, nil)
-		}
-		// By rank, which no two roots of a load share.
-		if listing = l.listings[r.rank]; listing == nil || listing.key != memoKey {
-			listing = &rootListing{key: memoKey}
-			l.listings[r.rank] = listing
-		}
-		lastNames, lastRels, sameListing = listing.names, listing.rels, true
+		listing = l.listingOf(r, memoKey)
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") {
-			continue
-		}
-		// The listing and the last one are both sorted by name.
-		for len(old) > 0 && old[0].name < name {
-			old = old[1:]
-		}
-		if len(old) > 0 && old[0].name == name && !slices.Contains(changed, name) &&
-			!(recheck && old[0].skill != nil && old[0].skill.Status != StatusBroken &&
-				!chk.same(&old[0].skill.Frontmatter, old[0].skill.Missing)) {
-			jobs = append(jobs, loadJob{jobMemo: old[0], reused: true})
-			l.reusedAny = true
-			continue
-		}
-		var skillName string
-		if r.flat {
-			if e.IsDir() || !strings.HasSuffix(name, ".md") {
-				continue
-			}
-			skillName = strings.TrimSuffix(name, ".md")
-		} else {
-			if !e.IsDir() && e.Type()&fs.ModeSymlink == 0 {
-				continue
-			}
-			skillName = name
-		}
-		// The entries this listing shares with the last one, in the same
-		// order (both are sorted), keep their file names.
-		var rel string
-		if k := len(jobs); sameListing && k < len(lastNames) && lastNames[k] == name {
-			rel = lastRels[k]
-		} else {
-			sameListing = false
-			if r.flat {
-				rel = joinRel(r.dir, name, "")
-			} else {
-				rel = joinRel(r.dir, name, FileName)
-			}
-		}
-		jobs = append(jobs, loadJob{jobMemo: jobMemo{name: name, rel: rel}, skillName: skillName})
-	}
-	if listing != nil && !(sameListing && len(jobs) == len(lastNames)) {
-		listing.names, listing.rels = make([]string, len(jobs)), make([]string, len(jobs))
-		for i := range jobs {
-			listing.names[i], listing.rels[i] = jobs[i].name, jobs[i].rel
-		}
-	}
-	// Reading and parsing are independent per file, and a cold load of a
-	// large folder is mostly that, so it is spread over the processors.
-	fresh := append(l.freshBuf[:0], make([]bool, len(jobs))...)
-	todo := l.todoBuf[:0]
-	defer func() { l.freshBuf, l.todoBuf = fresh[:0], todo[:0] }()
-	for i, j := range jobs {
-		if !j.reused {
-			todo = append(todo, i)
-		}
-	}
-	if len(l.cache) == 0 && len(todo) > 8 {
-		// A first load: the parse cache is sized once, not grown.
-		l.cacheMu.Lock()
-		l.cache = make(map[fileKey]*cacheEntry, len(todo))
-		l.cacheMu.Unlock()
-	}
-	workers := min(runtime.GOMAXPROCS(0), len(todo)/8+1)
-	if len(todo) > 1 {
-		// One descriptor of the root for the whole folder, not one per file.
-		defer r.door.Hold()()
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
-				j := &jobs[todo[k]]
-				j.skill, j.key, fresh[todo[k]] = l.loadOne(r, j.skillName, j.rel, fileKey{}, chk)
-			}
-		}()
-	}
-	wg.Wait()
+	jobs = l.listJobs(r, entries, jobs, old, changed, recheck, chk, listing)
+	fresh := l.runJobs(r, jobs, chk)
+	defer func() { l.freshBuf = fresh[:0] }()
 	var out []*Skill
 	if listing != nil {
 		// Load copies what an unremembered root gave and keeps nothing of
@@ -645,6 +555,134 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 		l.rememberRoot(memoKey, memo)
 	}
 	return out, false
+}
+
+// listingOf returns the listing an unwatched root keeps between loads, by
+// rank, which no two roots of a load share.
+func (l *Loader) listingOf(r *root, memoKey string) *rootListing {
+	for len(l.listings) <= r.rank {
+		l.listings = append(l.listings, nil)
+	}
+	listing := l.listings[r.rank]
+	if listing == nil || listing.key != memoKey {
+		listing = &rootListing{key: memoKey}
+		l.listings[r.rank] = listing
+	}
+	return listing
+}
+
+// listJobs appends to jobs one job per entry of the root's folder that may
+// hold a skill, in name order: a job kept from the last load (old) when the
+// entry is not among the changed ones and, in a new availability epoch
+// (recheck), what it needs is still there; else a job to read it. With a
+// listing (an unwatched root), entries it shares with the last listing keep
+// their file names, and the listing is updated.
+func (l *Loader) listJobs(r *root, entries []fs.DirEntry, jobs []loadJob, old []jobMemo, changed []string, recheck bool, chk *checker, listing *rootListing) []loadJob {
+	var lastNames, lastRels []string
+	sameListing := false
+	if listing != nil {
+		lastNames, lastRels, sameListing = listing.names, listing.rels, true
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		// The listing and the last one are both sorted by name.
+		for len(old) > 0 && old[0].name < name {
+			old = old[1:]
+		}
+		if len(old) > 0 && old[0].name == name && !slices.Contains(changed, name) &&
+			!(recheck && old[0].skill != nil && old[0].skill.Status != StatusBroken &&
+				!chk.same(&old[0].skill.Frontmatter, old[0].skill.Missing)) {
+			jobs = append(jobs, loadJob{jobMemo: old[0], reused: true})
+			l.reusedAny = true
+			continue
+		}
+		skillName, ok := entrySkillName(r, e)
+		if !ok {
+			continue
+		}
+		// The entries this listing shares with the last one, in the same
+		// order (both are sorted), keep their file names.
+		var rel string
+		if k := len(jobs); sameListing && k < len(lastNames) && lastNames[k] == name {
+			rel = lastRels[k]
+		} else {
+			sameListing = false
+			if r.flat {
+				rel = joinRel(r.dir, name, "")
+			} else {
+				rel = joinRel(r.dir, name, FileName)
+			}
+		}
+		jobs = append(jobs, loadJob{jobMemo: jobMemo{name: name, rel: rel}, skillName: skillName})
+	}
+	if listing != nil && !(sameListing && len(jobs) == len(lastNames)) {
+		listing.names, listing.rels = make([]string, len(jobs)), make([]string, len(jobs))
+		for i := range jobs {
+			listing.names[i], listing.rels[i] = jobs[i].name, jobs[i].rel
+		}
+	}
+	return jobs
+}
+
+// entrySkillName is the name of the skill a folder entry may hold: a
+// folder (or a link to one) names its skill; in a flat root, a NAME.md
+// file.
+func entrySkillName(r *root, e fs.DirEntry) (string, bool) {
+	name := e.Name()
+	if r.flat {
+		if e.IsDir() || !strings.HasSuffix(name, ".md") {
+			return "", false
+		}
+		return strings.TrimSuffix(name, ".md"), true
+	}
+	if !e.IsDir() && e.Type()&fs.ModeSymlink == 0 {
+		return "", false
+	}
+	return name, true
+}
+
+// runJobs reads and parses the jobs not reused. Reading and parsing are
+// independent per file, and a cold load of a large folder is mostly that,
+// so it is spread over the processors. fresh[i] reports that job i's skill
+// was parsed now rather than taken from the parse cache; it is the
+// loader's scratch, which the caller gives back.
+func (l *Loader) runJobs(r *root, jobs []loadJob, chk *checker) (fresh []bool) {
+	fresh = append(l.freshBuf[:0], make([]bool, len(jobs))...)
+	todo := l.todoBuf[:0]
+	defer func() { l.todoBuf = todo[:0] }()
+	for i, j := range jobs {
+		if !j.reused {
+			todo = append(todo, i)
+		}
+	}
+	if len(l.cache) == 0 && len(todo) > 8 {
+		// A first load: the parse cache is sized once, not grown.
+		l.cacheMu.Lock()
+		l.cache = make(map[fileKey]*cacheEntry, len(todo))
+		l.cacheMu.Unlock()
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(todo)/8+1)
+	if len(todo) > 1 {
+		// One descriptor of the root for the whole folder, not one per file.
+		defer r.door.Hold()()
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
+				j := &jobs[todo[k]]
+				j.skill, j.key, fresh[todo[k]] = l.loadOne(r, j.skillName, j.rel, fileKey{}, chk)
+			}
+		}()
+	}
+	wg.Wait()
+	return fresh
 }
 
 // maxRootPatch bounds the entries patchRoot loads again.
