@@ -69,8 +69,10 @@
 //   - report: the answer's records become the [Report] lines when first
 //     asked for.
 //
-// Every answer is checked in the tests against a plain reference solver on
-// random trees: a pass per candidate drop set, counted whole.
+// The steps live in plan.go, sizing.go, search.go, fill.go, probe.go and
+// report.go. The tests check the search against a plain reference solver
+// (reference_test.go) on 10,000 random trees: a pass per candidate drop
+// set, counted whole, must give the same prompt byte for byte.
 //
 // # Where loom differs from nao's renderer
 //
