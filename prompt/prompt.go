@@ -230,6 +230,7 @@ func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 		// descriptor of the root, each is a short walk.
 		defer b.ws.Hold()()
 	}
+	writes := b.ws.Writes()
 	st, err := b.gather(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -237,8 +238,16 @@ func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 	tree := st.tree()
 	inputs := st.inputsKey()
 	g := b.ws.Generation() // after every read of this render
+	if b.ws.Writes() != writes {
+		// A write through the door during the gather (a consolidation's
+		// MEMORY.md, say) may have landed after this render read the file
+		// and before its answer was noted, leaving the generation where it
+		// was: keep the result under a generation that never matches, so
+		// the next render gathers again.
+		g = racedGen
+	}
 	last := b.lastFor(&opts)
-	if last != nil && last.inputs == inputs && last.gen == g {
+	if last != nil && last.inputs == inputs && last.gen == g && g != racedGen {
 		b.remember(&opts, last, inputs, stamp, g, last.result, last.err)
 		return last.result, last.err
 	}
@@ -247,6 +256,11 @@ func (b *Builder) Render(ctx context.Context, opts Options) (*Result, error) {
 	b.remember(&opts, last, inputs, stamp, g, res, err)
 	return res, err
 }
+
+// racedGen is the generation a result is kept under when a write went
+// through the door while it was gathered: no workspace reaches it, so the
+// result is never reused.
+const racedGen = ^uint64(0)
 
 // maxRecent bounds the results a builder keeps: enough for the users and
 // channels a server alternates between, few enough to search in a loop.

@@ -98,7 +98,8 @@ type Workspace struct {
 	maxSize atomic.Int64
 	baseMax int64 // the cap Open was given
 
-	gen atomic.Uint64 // see [Workspace.Generation]
+	gen    atomic.Uint64 // see [Workspace.Generation]
+	writes atomic.Uint64 // see [Workspace.Writes]
 
 	mu   sync.Mutex
 	memo map[memoKey]*entry // the last answer to every read, by kind and path

@@ -35,6 +35,14 @@ import (
 // Generation is safe to call concurrently with reads.
 func (w *Workspace) Generation() uint64 { return w.gen.Load() }
 
+// Writes counts the writes made through the door (WriteFile, AppendFile,
+// Remove, ...). A reader that keeps a result under the Generation read
+// after its reads checks that Writes did not move during them: a write
+// landing between a read and the end of the reads may have left the
+// Generation where it was (nothing of its path was noted yet) while the
+// read returned the file as it was before.
+func (w *Workspace) Writes() uint64 { return w.writes.Load() }
+
 // Watch makes the door trust its caches: while watching, a read that was
 // answered before is answered again from memory, with no system call, until
 // an event arrives that touches what the answer depended on: a name looked up
@@ -249,12 +257,36 @@ func (w *Workspace) cached(k memoKey) (*entry, bool) {
 	if w.watcher == nil || w.distrust {
 		return e, false
 	}
-	for _, d := range e.deps.on {
-		if d.f.epoch != d.epoch || d.f.at(d.name) != d.n {
-			return e, false
-		}
+	if e.deps.stale() {
+		return e, false
 	}
 	return e, true
+}
+
+// stale reports whether something the answer depends on changed since
+// its deps were taken (w.mu held).
+func (d *deps) stale() bool {
+	for _, on := range d.on {
+		if on.f.epoch != on.epoch || on.f.at(on.name) != on.n {
+			return true
+		}
+	}
+	return false
+}
+
+// changedDuring moves the generation when an answer about to be noted
+// was read while its path changed (a write through the door, or an
+// event, after the deps were taken and before now): the answer may be the
+// old state, and a render holding it must not outlive the change. A write
+// that found nothing of its path noted (forget) does not move the
+// generation itself, so without this a read in flight across the write
+// would leave a render of the old file cached under an unchanged
+// generation (TestConsolidationThroughGateway saw a prompt without the
+// MEMORY.md consolidation had just written). w.mu is held.
+func (w *Workspace) changedDuring(d *deps) {
+	if d != nil && d != fixed && d.stale() {
+		w.gen.Add(1)
+	}
 }
 
 // noteFile records the answer of a Load and returns it, keeping the earlier
@@ -262,6 +294,7 @@ func (w *Workspace) cached(k memoKey) (*entry, bool) {
 func (w *Workspace) noteFile(k memoKey, f *File, err error, d *deps, at time.Time) (*File, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.changedDuring(d)
 	prev := w.memo[k]
 	same := false
 	switch {
@@ -293,6 +326,7 @@ func (w *Workspace) noteFile(k memoKey, f *File, err error, d *deps, at time.Tim
 func (w *Workspace) noteList(k memoKey, list []fs.DirEntry, err error, d *deps, dir FileID, dirChanged, at time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.changedDuring(d)
 	prev := w.memo[k]
 	same := prev != nil && errKey(prev.err) == errKey(err) && sameList(prev.list, list)
 	if !same {
@@ -307,6 +341,7 @@ func (w *Workspace) noteList(k memoKey, list []fs.DirEntry, err error, d *deps, 
 func (w *Workspace) noteBool(k memoKey, yes bool, d *deps) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.changedDuring(d)
 	prev := w.memo[k]
 	same := prev != nil && prev.yes == yes
 	if !same {
@@ -322,6 +357,7 @@ func (w *Workspace) noteBool(k memoKey, yes bool, d *deps) bool {
 func (w *Workspace) noteIDs(k memoKey, ids []FileID, err error, d *deps) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.changedDuring(d)
 	prev := w.memo[k]
 	same := prev != nil && errKey(prev.err) == errKey(err) && slices.Equal(prev.ids, ids)
 	if !same {

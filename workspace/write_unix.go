@@ -356,6 +356,7 @@ func (w *Workspace) refuseSymlink(rel string, err error) error {
 // process sees its own write at once, watching or not. Only answers some
 // read depended on are dropped, and only then does Generation rise.
 func (w *Workspace) forget(rel string) {
+	w.writes.Add(1)
 	dir, _ := splitRel(rel)
 	w.mu.Lock()
 	w.trees.bump(rel)
