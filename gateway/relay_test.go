@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -274,5 +276,43 @@ func TestReplyBoundedByMaxReplyBytes(t *testing.T) {
 	res = e.post(t, "/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "go"}}})
 	if got := readAll(t, res); res.StatusCode != http.StatusBadGateway || !strings.Contains(got, "reply_too_large") {
 		t.Fatalf("oversized whole reply: %d %.200s", res.StatusCode, got)
+	}
+}
+
+// A 32 MiB streamed reply costs the gateway in proportion to what the bound
+// keeps, not to what the upstream sends: under the default
+// llm.max_reply_bytes (1 MiB) the relay stops after some 2 MB, and the
+// request allocates about 17 MiB more in all than one with a two-word reply
+// (total allocation, an upper bound on the peak, of the gateway, the fake
+// upstream and the client together; the issue measured a 206 MiB peak per
+// such stream). The test fails past 32 MiB.
+func TestLongStreamMemory(t *testing.T) {
+	e := setup(t, "")
+	piece := strings.Repeat("w", 4<<10)
+	pieces := make([]string, 8<<10) // 32 MiB of text
+	for i := range pieces {
+		pieces[i] = piece
+	}
+	long, short := streamChunks(pieces...), streamChunks("hi ", "there")
+	body := []byte(`{"stream":true,"messages":[{"role":"user","content":"go"}]}`)
+	request := func(chunks []string, session string) (relayed int64, alloc uint64) {
+		e.up.setReply(func(w http.ResponseWriter, body map[string]any) { writeStream(w, chunks, 0) })
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		res := e.post(t, "/v1/chat/completions", body, "X-Loom-Session", session)
+		relayed, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		runtime.ReadMemStats(&m1)
+		sessionMessagesN(t, e, session, 2) // the save, after the reply, is not counted
+		return relayed, m1.TotalAlloc - m0.TotalAlloc
+	}
+	request(short, "warm") // the prompt's first render
+	_, base := request(short, "short")
+	n, alloc := request(long, "long")
+	t.Logf("relayed %d bytes of a 32 MiB stream; the request allocated %.1f MiB, %.1f MiB more than a two-word reply's",
+		n, float64(alloc)/(1<<20), float64(alloc-base)/(1<<20))
+	if n > 4<<20 || alloc-base > 32<<20 {
+		t.Errorf("relayed %d bytes, allocated %d MiB more than a short reply", n, (alloc-base)>>20)
 	}
 }
