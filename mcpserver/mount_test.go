@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loomctx/loom/internal/buildinfo"
 	"github.com/loomctx/loom/mcpserver"
 	"github.com/loomctx/loom/server"
 )
@@ -49,7 +50,9 @@ func TestMountedEndpointHostCheck(t *testing.T) {
 		t.Errorf("rebinding Host: %d %s", st, body)
 	}
 	for _, host := range []string{"loom.internal", strings.TrimPrefix(ts.URL, "http://")} {
-		if st, body := send(host); st != 200 || !strings.Contains(body, `"serverInfo"`) {
+		// The version is loom's, the one `loom --version` and `loom mcp`
+		// over stdio report.
+		if st, body := send(host); st != 200 || !strings.Contains(body, `"serverInfo"`) || !strings.Contains(body, `"version":"`+buildinfo.Version+`"`) {
 			t.Errorf("Host %s: %d %.200s", host, st, body)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/internal/buildinfo"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/skills"
@@ -97,7 +98,7 @@ func New(ws *workspace.Workspace, opts Options) (*Server, error) {
 		opts.Name = "loom"
 	}
 	if opts.Version == "" {
-		opts.Version = "dev"
+		opts.Version = buildinfo.Version
 	}
 	logger := opts.Logger
 	if logger == nil {

@@ -20,10 +20,12 @@ import (
 	cmdSkills "github.com/loomctx/loom/cmd/loom/skills"
 	cmdTokens "github.com/loomctx/loom/cmd/loom/tokens"
 	cmdWatch "github.com/loomctx/loom/cmd/loom/watch"
+	"github.com/loomctx/loom/internal/buildinfo"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
+// version is loom's version, set at build time in package buildinfo (see
+// there), so that the MCP server reports the same one over HTTP.
+var version = buildinfo.Version
 
 // commands are the verbs, each in its own package under cmd/loom; add one
 // here with one line. keep them sorted.

@@ -20,6 +20,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"rendr"}, 2, "did you mean render?"},
 		{[]string{"memory", "frob"}, 2, `unknown command "frob" for "loom memory"`},
 		{[]string{"render", "--no-such-flag"}, 2, "unknown flag: --no-such-flag"},
+		{[]string{"messages", "--encoding", "bogus", "--message", "hi"}, 2, "--encoding must be one of"},
+		{[]string{"render", "--encoding", "bogus"}, 2, "--encoding must be one of"},
 		{[]string{"tokens", "a", "b", "c"}, 2, "at most one file"},
 		{[]string{"help", "bogus"}, 2, `unknown help topic "bogus"`},
 		{[]string{"help", "memory", "frob"}, 2, `unknown help topic "memory frob"`},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/internal/buildinfo"
 )
 
 // TestRunStdio speaks MCP to Run over its streams: initialize, list the
@@ -52,6 +53,9 @@ func TestRunStdio(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("loom mcp did not stop when stdin closed")
+	}
+	if !strings.Contains(string(answers[1]), `"version":"`+buildinfo.Version+`"`) {
+		t.Errorf("over stdio the server is not loom's version %s: %s", buildinfo.Version, answers[1])
 	}
 	if !strings.Contains(string(answers[2]), `"name":"system"`) {
 		t.Errorf("prompts/list answer lacks the system prompt: %s", answers[2])

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -69,6 +71,16 @@ JSON.`,
 func consolidateRun(ctx context.Context, opts *ConsolidateOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	// The session must exist: consolidating a file that is not there would
+	// report nothing to do and leave a lock file beside the name.
+	if fi, err := os.Stat(opts.History); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("--history %s: no such file", opts.History)
+		}
+		return fmt.Errorf("--history %s: %v", opts.History, err)
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("--history %s: not a session file", opts.History)
 	}
 	ws, err := workspace.Open(opts.Dir)
 	if err != nil {

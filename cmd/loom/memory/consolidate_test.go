@@ -157,3 +157,20 @@ func TestConsolidateDryRunSaysSo(t *testing.T) {
 		t.Error("dry run wrote HISTORY.md")
 	}
 }
+
+// A --history file that is not there is an error naming it, and nothing is
+// written: no lock file beside the name, nothing in the workspace.
+func TestConsolidateMissingHistory(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(t.TempDir(), "nope.jsonl")
+	io, _, out, _ := cmdutil.Test()
+	err := consolidateRun(context.Background(), &ConsolidateOptions{IO: io, Dir: dir, History: missing, DryRun: true})
+	if err == nil || err.Error() != "--history "+missing+": no such file" || out.Len() != 0 {
+		t.Fatalf("err = %v, out %q", err, out)
+	}
+	for _, d := range []string{dir, filepath.Dir(missing)} {
+		if entries, _ := os.ReadDir(d); len(entries) != 0 {
+			t.Errorf("%s: written to: %v", d, entries)
+		}
+	}
+}

@@ -183,6 +183,11 @@ func messagesRun(ctx context.Context, o *MessagesOptions) error {
 	if err := o.check(); err != nil {
 		return err
 	}
+	// The render flags are checked before anything is read, so a bad one
+	// (--encoding bogus) is a usage error, as it is for loom render.
+	if _, err := o.Flags.Options(); err != nil {
+		return err
+	}
 	if o.SystemPrompt == nil { // a real workspace, not a test's fixed prompt
 		ws, err := o.Flags.Workspace()
 		if err != nil {
