@@ -23,11 +23,11 @@ type RecallOptions struct {
 	// Shown are the memories the system prompt already holds: they are
 	// not recalled again, nor is a near-copy of one.
 	Shown []Memory
-	// Pool is what a fallback chooses from, in priority order: the
+	// Pool gives what a fallback chooses from, in priority order: the
 	// memories the system prompt left out for length. A recall falls back
 	// to it when the query has no searchable word or matches nothing, or
-	// when the search fails.
-	Pool []Memory
+	// when the search fails; it is called only then. Nil is an empty pool.
+	Pool func() []Memory
 	// ExcludeChat leaves out memories of this chat, as the prompt does.
 	ExcludeChat string
 	// Neighbours adds, after each memory found, the memories written just
@@ -37,6 +37,9 @@ type RecallOptions struct {
 	// All is every active memory of the scope, newest first (a store's
 	// List); Neighbours needs it.
 	All []Memory
+	// Chats, when set, is All grouped by chat (see [ByChat]), which a
+	// caller that recalls from the same listing many times keeps.
+	Chats map[string][]Memory
 	// KeepNearCopies turns off the leaving out of near-copies; the
 	// evaluation in bench/retrieval sets it to measure what that gives.
 	KeepNearCopies bool
@@ -126,14 +129,16 @@ func RecallFor(ctx context.Context, s Searcher, o RecallOptions) Recall {
 		}
 	}
 	if rec.Fallback != "" {
-		for _, m := range o.Pool {
-			f.offer(m, 0, "priority order ("+rec.Fallback+")")
+		if o.Pool != nil {
+			for _, m := range o.Pool() {
+				f.offer(m, 0, "priority order ("+rec.Fallback+")")
+			}
 		}
 		return rec
 	}
-	var chats map[string][]Memory
-	if o.Neighbours {
-		chats = byChat(o.All)
+	chats := o.Chats
+	if o.Neighbours && chats == nil {
+		chats = ByChat(o.All)
 	}
 	for _, h := range hits {
 		why := "no word shown"
@@ -312,8 +317,9 @@ func nearCopy(a, b map[string]bool) bool {
 	return float64(shared) >= NearCopyJaccard*float64(len(a)+len(b)-shared)
 }
 
-// byChat groups memories by chat, oldest first within each.
-func byChat(all []Memory) map[string][]Memory {
+// ByChat groups memories (newest first, as List gives them) by chat,
+// oldest first within each.
+func ByChat(all []Memory) map[string][]Memory {
 	m := map[string][]Memory{}
 	for i := len(all) - 1; i >= 0; i-- { // all is newest first
 		if c := all[i].Chat; c != "" {

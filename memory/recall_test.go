@@ -72,7 +72,7 @@ func TestRecallFor(t *testing.T) {
 
 	// No searchable word, no match, a failing store: priority order.
 	o = base
-	o.Pool = []Memory{ms[5], ms[3]}
+	o.Pool = func() []Memory { return []Memory{ms[5], ms[3]} }
 	for msg, want := range map[string]string{"??? the of": FallbackNoTerms, "zeppelin": FallbackNoMatch} {
 		o.Message = msg
 		r = RecallFor(ctx, s, o)

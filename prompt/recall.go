@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"context"
+	"sync"
 
 	"github.com/loomctx/loom/memory"
 )
@@ -21,6 +22,8 @@ type recallPlan struct {
 	user, chat  string
 	counter     memory.Counter
 	excludeChat string
+	// chats groups list by chat once, for every recall on this render.
+	chats func() map[string][]memory.Memory
 }
 
 // planRecall keeps, when loom.yaml asks for memory.retrieval: relevant,
@@ -34,6 +37,8 @@ func (st *state) planRecall() {
 	if st.opts.ChatID != "" && st.cfg.Memory.ExcludesCurrentChat() {
 		p.excludeChat = st.opts.ChatID
 	}
+	list := st.memList
+	p.chats = sync.OnceValue(func() map[string][]memory.Memory { return memory.ByChat(list) })
 	st.recall = p
 }
 
@@ -55,15 +60,18 @@ func (b *Builder) Recall(ctx context.Context, res *Result, message, previous str
 	for _, g := range p.sel.Groups {
 		shown = append(shown, g.Memories...)
 	}
-	var pool []memory.Memory
-	for _, lo := range p.sel.LeftOut {
-		if lo.Reason == memory.ReasonBudget {
-			pool = append(pool, *lo.Memory)
+	pool := func() []memory.Memory {
+		var out []memory.Memory
+		for _, lo := range p.sel.LeftOut {
+			if lo.Reason == memory.ReasonBudget {
+				out = append(out, *lo.Memory)
+			}
 		}
+		return out
 	}
 	r := memory.RecallFor(ctx, b.searcher(p), memory.RecallOptions{
 		Message: message, Previous: previous, User: p.user, Budget: p.budget, Counter: p.counter,
-		Shown: shown, Pool: pool, ExcludeChat: p.excludeChat, Neighbours: true, All: p.list,
+		Shown: shown, Pool: pool, ExcludeChat: p.excludeChat, Neighbours: true, All: p.list, Chats: p.chats(),
 	})
 	return &r
 }
