@@ -47,6 +47,8 @@ func main() {
 		upstream = flag.Bool("upstream", false, "internal: run the fake upstream")
 		rate     = flag.Float64("rate", 0, "requests per second of the open-loop phases; 0 means a third of loom's closed-loop throughput")
 		sess     = flag.String("session", "bench", "X-Loom-Session of the requests through loom; empty sends none (nothing is saved)")
+		protos   = flag.Bool("protocols", false, "compare the wire formats instead: the same turn as Chat Completions, Responses and Messages, at 1 and -c clients, each client its own session")
+		rounds   = flag.Int("rounds", 3, "with -protocols: rounds of every phase, alternating; medians are printed")
 	)
 	flag.Parse()
 	if *upstream {
@@ -56,6 +58,13 @@ func main() {
 	if *ws == "" {
 		fmt.Fprintln(os.Stderr, "gateway-load: -w DIR is required")
 		os.Exit(2)
+	}
+	if *protos {
+		if err := runProtocols(*loom, *ws, *conc, *dur, *rounds); err != nil {
+			fmt.Fprintln(os.Stderr, "gateway-load:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(*loom, *ws, *conc, *dur, *rate, *sess); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway-load:", err)
@@ -91,37 +100,54 @@ func serveUpstream() {
 }
 
 func run(loom, ws string, conc int, dur time.Duration, rate float64, sess string) error {
-	self, _ := os.Executable()
-	up := exec.Command(self, "-upstream")
-	out, err := up.StdoutPipe()
+	up, srv, upAddr, addr, err := start(loom, ws)
 	if err != nil {
-		return err
-	}
-	if err := up.Start(); err != nil {
 		return err
 	}
 	defer up.Process.Kill()
-	upAddr, err := bufio.NewReader(out).ReadString('\n')
+	defer srv.Process.Kill()
+	return measure(up, srv, ws, upAddr, addr, conc, dur, rate, sess)
+}
+
+// start runs the fake upstream and loom serve on ws, pointed at it, and
+// waits until loom is ready.
+func start(loom, ws string) (up, srv *exec.Cmd, upAddr, addr string, err error) {
+	self, _ := os.Executable()
+	up = exec.Command(self, "-upstream")
+	out, err := up.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, nil, "", "", err
+	}
+	if err := up.Start(); err != nil {
+		return nil, nil, "", "", err
+	}
+	fail := func(err error) (*exec.Cmd, *exec.Cmd, string, string, error) {
+		up.Process.Kill()
+		if srv != nil && srv.Process != nil {
+			srv.Process.Kill()
+		}
+		return nil, nil, "", "", err
+	}
+	upAddr, err = bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		return fail(err)
 	}
 	upAddr = strings.TrimSpace(upAddr)
 	yaml := fmt.Sprintf("llm:\n  provider: openai\n  base_url: http://%s/v1\n  model: fake-model\n  extraction:\n    enabled: false\n  consolidation:\n    enabled: false\n", upAddr)
 	if err := os.WriteFile(filepath.Join(ws, "loom.yaml"), []byte(yaml), 0o644); err != nil {
-		return err
+		return fail(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return fail(err)
 	}
-	addr := ln.Addr().String()
+	addr = ln.Addr().String()
 	ln.Close()
-	srv := exec.Command(loom, "serve", "-w", ws, "--addr", addr, "--log-level", "warn")
+	srv = exec.Command(loom, "serve", "-w", ws, "--addr", addr, "--log-level", "warn")
 	srv.Stderr = os.Stderr
 	if err := srv.Start(); err != nil {
-		return err
+		return fail(err)
 	}
-	defer srv.Process.Kill()
 	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
 		if res, err := http.Get("http://" + addr + "/readyz"); err == nil {
 			res.Body.Close()
@@ -130,9 +156,13 @@ func run(loom, ws string, conc int, dur time.Duration, rate float64, sess string
 			}
 		}
 		if time.Since(start) > 30*time.Second {
-			return errors.New("loom serve never became ready")
+			return fail(errors.New("loom serve never became ready"))
 		}
 	}
+	return up, srv, upAddr, addr, nil
+}
+
+func measure(up, srv *exec.Cmd, ws, upAddr, addr string, conc int, dur time.Duration, rate float64, sess string) error {
 	body := []byte(`{"model":"fake-model","stream":true,"temperature":0.2,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"hello"},{"role":"assistant","content":"hi"},{"role":"user","content":"What changed today?"}]}`)
 	// One request each way, checked, before measuring.
 	for _, u := range []string{"http://" + upAddr + "/v1/chat/completions", "http://" + addr + "/v1/chat/completions"} {
