@@ -169,7 +169,7 @@ func TestConfigFullExample(t *testing.T) {
 			Provider:      "anthropic",
 			BaseURL:       "https://api.anthropic.com",
 			Model:         "claude-sonnet-4-5",
-			APIKeyEnv:     "ANTHROPIC_API_KEY",
+			APIKeyEnv:     "LOOM_ANTHROPIC_KEY",
 			Timeout:       Duration(45 * time.Second),
 			Extraction:    ExtractionConfig{Enabled: &yes, IncludeAssistant: &no},
 			Consolidation: ConsolidationConfig{Enabled: &no, ThresholdTokens: 6000},

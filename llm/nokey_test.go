@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -71,5 +72,21 @@ func TestMissingKeyNamesTheVariable(t *testing.T) {
 	c, _ = llm.Resolve(config.LLMConfig{Model: "m", BaseURL: srv.URL + "/v1"}, env(llm.EnvAPIKey, "k", llm.EnvBaseURL, srv.URL+"/v1"))
 	if w := llm.KeyWarning(c); w != "" {
 		t.Errorf("KeyWarning with a key = %q", w)
+	}
+}
+
+// The reference loom.yaml the README points to is one loom accepts as it
+// is: its api_key_env is a variable a workspace may name.
+func TestReferenceConfigKeyEnvAccepted(t *testing.T) {
+	data, err := os.ReadFile("../config/testdata/config/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("loom.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := llm.Resolve(cfg.LLM, env(cfg.LLM.APIKeyEnv, "k")); err != nil {
+		t.Errorf("the reference loom.yaml's llm section is refused: %v", err)
 	}
 }
