@@ -168,15 +168,15 @@ func BenchmarkAddIndexed(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
+			if err := s.Import(ctx, z.memories(10000, "ana")); err != nil {
+				b.Fatal(err)
+			}
 			if !indexed {
 				for _, tr := range []string{"insert", "update", "delete"} {
 					if _, err := s.db.Exec(`DROP TRIGGER memories_fts_` + tr); err != nil {
 						b.Fatal(err)
 					}
 				}
-			}
-			if err := s.Import(ctx, z.memories(10000, "ana")); err != nil {
-				b.Fatal(err)
 			}
 			texts := make([]string, 256)
 			for i := range texts {
