@@ -30,7 +30,7 @@ type RenderRequest struct {
 	TZ           string       `json:"tz,omitempty"`
 	Now          string       `json:"now,omitempty"`
 	TestMode     bool         `json:"test_mode,omitempty"`
-	Tools        []string     `json:"tools,omitempty"` // absent means every tool; [] means none
+	Tools        []string     `json:"tools,omitempty"` // absent: loom.yaml's, else the analyst's nao default set; [] means none
 	Subagent     bool         `json:"subagent,omitempty"`
 	User         string       `json:"user,omitempty"`
 	ChatID       string       `json:"chat_id,omitempty"`
