@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/fit"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/llm/extract"
@@ -221,6 +222,10 @@ func (e *Engine) Session(ctx context.Context, ws *Workspace, o SessionOptions) (
 		Workspace: ws.Door, Builder: ws.Builder, Prompt: po, Counter: e.Counter, Store: store,
 		Key: o.Key, Channel: o.Channel, User: o.User, Location: e.Location, Placement: e.Placement,
 		Client: e.Client, Logger: ws.log,
+	}
+	so.Window, so.Reserve = e.Config.Window(e.LLM.Model)
+	if so.Window == 0 {
+		so.Window = fit.KnownWindow(e.LLM.Model)
 	}
 	if e.Extract != nil {
 		so.Extract = e.Extract

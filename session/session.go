@@ -36,6 +36,12 @@ type Options struct {
 	// threshold; nil means messages are not counted and consolidation is
 	// off.
 	Counter messages.Counter
+	// Window is the model's context window in tokens and Reserve the
+	// room kept for the reply (0: fit.DefaultReserve): a turn over
+	// Window less Reserve leaves out its oldest history (package fit).
+	// 0, or no Counter, means no fitting.
+	Window  int
+	Reserve int
 
 	// Key names the session in the store.
 	Key string

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/loomctx/loom/fit"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/extract"
 	"github.com/loomctx/loom/messages"
@@ -86,6 +87,9 @@ type Prepared struct {
 	PromptErr error
 	// Build is the message list's report (a Text turn).
 	Build messages.Report
+	// Fit says what fitting the list into Options.Window left out and
+	// why; nil when no window is set (or for a Conversation turn).
+	Fit *fit.Report
 	// At is the turn's time, as in its runtime block.
 	At time.Time
 	// Duplicate is set when this turn's ID is stored already: by Prepare
@@ -208,7 +212,20 @@ func (s *Session) prepare(ctx context.Context, in TurnInput) (*Prepared, error) 
 		}
 	}
 	history, _ := messages.Clean(st.Unconsolidated(), messages.CleanOptions{})
-	built, err := messages.Build(messages.Turn{
+	var fopts fit.Options
+	if s.opts.Window > 0 && s.opts.Counter != nil {
+		fopts = fit.Options{Window: s.opts.Window, Reserve: s.opts.Reserve, Counter: s.opts.Counter,
+			ShrinkSystem: func(room int) (string, []messages.Section, error) {
+				po := s.opts.Prompt
+				po.Budget = room
+				r, err := s.builder.Render(local, po)
+				if r == nil {
+					return "", nil, err
+				}
+				return r.Prompt, nil, nil // over budget or not, the smaller render
+			}}
+	}
+	built, fitted, err := fit.Build(messages.Turn{
 		System:  pr.Prompt,
 		History: history,
 		Message: in.Text,
@@ -221,12 +238,12 @@ func (s *Session) prepare(ctx context.Context, in TurnInput) (*Prepared, error) 
 		// With memory.retrieval: relevant, the memories this turn is
 		// about go into its runtime block.
 		Recall: s.builder.Recall(local, pr, in.Text, messages.PreviousTurn(history)),
-	}, messages.Options{Counter: s.opts.Counter})
+	}, messages.Options{Counter: s.opts.Counter}, fopts)
 	if err != nil {
 		p.Release()
 		return nil, err
 	}
-	p.Messages, p.Build = built.Messages, built.Report
+	p.Messages, p.Build, p.Fit = built.Messages, built.Report, fitted
 	return p, nil
 }
 

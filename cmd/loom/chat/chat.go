@@ -41,6 +41,10 @@ type Config struct {
 	// (loom.yaml timezone and runtime.placement).
 	Timezone  string
 	Placement string
+	// Window and Reserve fit each turn into the model's context window
+	// (loom.yaml llm.context_window, else the window loom knows for the
+	// model, and llm.reserve_output); 0 means no fitting.
+	Window, Reserve int
 }
 
 // ChatOptions hold what `loom chat` was asked to do and the seams the

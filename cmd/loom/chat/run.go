@@ -151,6 +151,7 @@ func chatRun(opts *ChatOptions) error {
 		Key: key, Channel: opts.Channel, User: opts.User, Location: zone,
 		Placement: messages.Placement(cfg.Placement),
 		Client:    client, Now: opts.Now, Logger: logger,
+		Window: cfg.Window, Reserve: cfg.Reserve,
 	}
 	if pg != nil {
 		// Sessions, the pointer and the memory files in PostgreSQL, as

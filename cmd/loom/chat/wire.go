@@ -2,6 +2,7 @@ package chat
 
 import (
 	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/fit"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/workspace"
 )
@@ -19,6 +20,10 @@ func configFromWorkspace(ws *workspace.Workspace) (Config, error) {
 	c := Config{Timezone: wc.Timezone, Placement: wc.Runtime.Placement}
 	if c.LLM, err = llm.Resolve(l, nil); err != nil {
 		return Config{}, err
+	}
+	c.Window, c.Reserve = wc.Window(c.LLM.Model)
+	if c.Window == 0 {
+		c.Window = fit.KnownWindow(c.LLM.Model)
 	}
 	c.NoExtract = !llm.Enabled(l.Extraction.Enabled, c.LLM)
 	c.ExtractAssistant = l.Extraction.IncludeAssistant != nil && *l.Extraction.IncludeAssistant

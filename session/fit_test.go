@@ -1,0 +1,58 @@
+package session_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loomctx/loom/internal/fittest"
+	"github.com/loomctx/loom/messages"
+	"github.com/loomctx/loom/session"
+	"github.com/loomctx/loom/tokens"
+)
+
+// TestTurnFitsContextWindow: a session whose stored history is some 40k
+// tokens, with an 8,000-token window and 500 for the reply, sends the model
+// at most 7,500 tokens, counted from the request it got: the note, the
+// newest turns whole, no orphaned tool call or result.
+func TestTurnFitsContextWindow(t *testing.T) {
+	ws := newWorkspace(t)
+	c, _ := tokens.Get(tokens.O200kBase)
+	client := &stubClient{reply: "done"}
+	s, err := session.Open(context.Background(), session.Options{
+		Workspace: ws, Key: "long", User: "ana", Client: client, Counter: c, Window: 8000, Reserve: 500,
+		Now: func() time.Time { return time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	hist := fittest.Conversation(110, 300)
+	if err := s.Store().Append(context.Background(), "long", hist...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Turn(context.Background(), session.TurnInput{Text: "what did we find?"}); err != nil {
+		t.Fatal(err)
+	}
+	req := client.gotReq[0]
+	sent := append([]messages.Message{{Role: messages.RoleSystem, Content: messages.TextContent(req.System)}}, req.Messages...)
+	wire, err := fittest.Wire(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := fittest.Tokens(c.Count, wire)
+	t.Logf("the model got %d messages, %d tokens", len(wire), n)
+	if n > 7500 {
+		t.Errorf("%d tokens, over 7,500", n)
+	}
+	if !strings.HasPrefix(wire[1].Text(), "[loom: ") || wire[2].Role != "user" {
+		t.Errorf("no note, or the kept history does not start a turn: %.60q", wire[1].Text())
+	}
+	for _, o := range fittest.Orphans(wire) {
+		t.Error(o)
+	}
+	if !strings.Contains(wire[len(wire)-1].Text(), "what did we find?") {
+		t.Errorf("the current message is not last")
+	}
+}
