@@ -230,6 +230,7 @@ func (g *Gateway) forwardAnthropic(w http.ResponseWriter, r *http.Request, st *u
 		return
 	}
 	call.req.Model = st.cfg.Gateway.UpstreamModel(call.req.Model, st.lc.Model)
+	call.req.SystemCacheAt = b.sys.cacheAt()
 	client := st.anthropic
 	ck, err := g.clientKey(r, st)
 	if err != nil {

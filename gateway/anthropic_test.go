@@ -221,17 +221,21 @@ func TestAnthropicUpstream(t *testing.T) {
 		t.Fatalf("upstream headers %v", got.Header)
 	}
 	b := got.Body
+	// loom's prompt, the cache breakpoint after it, then the client's
+	// system text in a block of its own.
 	sys, _ := b["system"].([]any)
-	if len(sys) != 1 {
+	if len(sys) != 2 {
 		t.Fatalf("system: %s", got.Raw)
 	}
-	sys0 := sys[0].(map[string]any)
+	sys0, sys1 := sys[0].(map[string]any), sys[1].(map[string]any)
 	text, _ := sys0["text"].(string)
-	if !strings.Contains(text, "MARKER-AGENTS-7f3") || !strings.Contains(text, "CLIENT-SYSTEM-91x") || strings.Contains(text, "2026-03-04") {
-		t.Fatalf("system text: %.300q", text)
+	client, _ := sys1["text"].(string)
+	if !strings.Contains(text, "MARKER-AGENTS-7f3") || strings.Contains(text, "CLIENT-SYSTEM-91x") || !strings.Contains(client, "CLIENT-SYSTEM-91x") ||
+		strings.Contains(text+client, "2026-03-04") {
+		t.Fatalf("system text: %.300q, then %.300q", text, client)
 	}
-	if cc, _ := sys0["cache_control"].(map[string]any); cc["type"] != "ephemeral" {
-		t.Fatalf("no cache_control after the system prompt: %v", sys0)
+	if cc, _ := sys0["cache_control"].(map[string]any); cc["type"] != "ephemeral" || sys1["cache_control"] != nil {
+		t.Fatalf("the cache breakpoint is not after loom's prompt alone: %v", sys)
 	}
 	msgs := b["messages"].([]any)
 	if len(msgs) != 3 {

@@ -144,6 +144,17 @@ func makeSystem(res *prompt.Result, clientSys, mode string, counter messages.Cou
 	return e, nil
 }
 
+// cacheAt is where an Anthropic upstream's cache breakpoint goes in the
+// system text: after loom's prompt when the client's system text is
+// appended to it, so that a change in the client's keeps loom's cached
+// (llm.Request.SystemCacheAt); 0 is after the whole system text.
+func (e *sysEntry) cacheAt() int {
+	if e == nil || e.clientSys == "" || e.mode != config.ClientSystemAppend && e.mode != "" {
+		return 0
+	}
+	return len(e.prompt)
+}
+
 func hashString(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])

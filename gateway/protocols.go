@@ -325,6 +325,7 @@ func callFor(st *upstream, t *protocol.Turn, b *built) llm.Request {
 	}
 	req.Model = st.cfg.Gateway.UpstreamModel(t.Model, st.lc.Model)
 	req.System = b.msgs[0].Content.String()
+	req.SystemCacheAt = b.sys.cacheAt()
 	req.Messages = b.msgs[1:]
 	if st.isAnthro {
 		// llm's Anthropic client sends no temperature of its own.

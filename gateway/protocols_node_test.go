@@ -349,6 +349,22 @@ func TestNodeAnthropicSDK(t *testing.T) {
 			if sys := upstreamSystem(reqs[0]); !strings.Contains(sys, "CLIENT-SYSTEM-9d2") || strings.Index(sys, "MARKER-AGENTS-7f3") > strings.Index(sys, "CLIENT-SYSTEM-9d2") {
 				t.Errorf("the client's system is not after loom's prompt: %.2000s", sys)
 			}
+			if pe.provider == "anthropic" {
+				// Two system blocks: loom's prompt with the cache breakpoint,
+				// then the client's text, so a change in it keeps loom's cached.
+				blocks, _ := reqs[0].Body["system"].([]any)
+				var first, second map[string]any
+				if len(blocks) == 2 {
+					first, _ = blocks[0].(map[string]any)
+					second, _ = blocks[1].(map[string]any)
+				}
+				if first == nil || first["cache_control"] == nil || !strings.Contains(fmt.Sprint(first["text"]), "MARKER-AGENTS-7f3") ||
+					strings.Contains(fmt.Sprint(first["text"]), "CLIENT-SYSTEM-9d2") || second["cache_control"] != nil ||
+					!strings.Contains(fmt.Sprint(second["text"]), "CLIENT-SYSTEM-9d2") {
+					b, _ := json.Marshal(reqs[0].Body["system"])
+					t.Errorf("system blocks: %.600s", b)
+				}
+			}
 			checkStoredOnce(t, pe.env, "ant-plain", 2)
 			checkStoredOnce(t, pe.env, "ant-stream", 2)
 			checkStoredOnce(t, pe.env, "ant-tools", 4)

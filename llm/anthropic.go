@@ -95,6 +95,11 @@ func (a *anthropicClient) body(req Request, stream bool) ([]byte, error) {
 		return nil, fmt.Errorf("llm: request: %w", err)
 	}
 	cfg := a.t.cfg
+	if at := req.SystemCacheAt; at > 0 && at < len(req.System) && len(conv.System) == 1 && conv.System[0].Text == req.System {
+		first := conv.System[0]
+		first.Text = req.System[:at]
+		conv.System = []messages.AnthropicBlock{first, {Type: "text", Text: req.System[at:]}}
+	}
 	p := anthropicRequest{Model: cmpOr(req.Model, cfg.Model), MaxTokens: cmpOr(req.MaxTokens, cfg.MaxTokens),
 		System: conv.System, Messages: conv.Messages, Stream: stream}
 	// Temperature is not sent: loom's Messages API version has no such

@@ -71,6 +71,12 @@ type Request struct {
 	// KeepMessageExtra sends each message's Extra keys too (OpenAI format
 	// only); off, messages hold only what the wire format defines.
 	KeepMessageExtra bool
+	// SystemCacheAt, when inside System, splits the system prompt for
+	// the Messages API into two blocks at that byte offset, the cache
+	// breakpoint after the first: a gateway's own prompt stays cached when
+	// the client's system text after it changes. 0 sends one block with
+	// the breakpoint after it.
+	SystemCacheAt int
 }
 
 // Usage is what a call cost, as the API reported it.
