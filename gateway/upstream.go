@@ -13,6 +13,7 @@ import (
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/server"
+	"github.com/loomctx/loom/session"
 	"github.com/loomctx/loom/tokens"
 	"github.com/loomctx/loom/workspace"
 )
@@ -120,12 +121,8 @@ func (g *Gateway) newUpstream(ws *server.Workspace, eng *server.Engine, f *works
 		}
 	}
 	st.counter = server.Counter(nil, "", lc.Model)
-	if cfg.Timezone != "" {
-		if loc, err := time.LoadLocation(cfg.Timezone); err == nil {
-			st.loc = loc
-		}
-	}
-	st.placement = messages.Placement(cfg.Runtime.Placement)
+	rt, _ := session.RuntimeFromConfig(cfg) // an unknown zone stays UTC here, as before
+	st.loc, st.placement = rt.Location, rt.Placement
 	return st
 }
 

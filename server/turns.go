@@ -128,13 +128,9 @@ func (ws *Workspace) Engine() (*Engine, error) {
 		return nil, err
 	}
 	counter := Counter(nil, "", lc.Model)
-	e = &Engine{file: f, Config: cfg, LLM: lc, Client: client, Store: store, Counter: counter, Location: time.UTC,
-		Placement: messages.Placement(cfg.Runtime.Placement), ConsolidateThreshold: -1, sessions: map[string]*openSession{}}
-	if cfg.Timezone != "" {
-		if loc, err := time.LoadLocation(cfg.Timezone); err == nil {
-			e.Location = loc
-		}
-	}
+	rt, _ := session.RuntimeFromConfig(cfg) // an unknown zone stays UTC here, as before
+	e = &Engine{file: f, Config: cfg, LLM: lc, Client: client, Store: store, Counter: counter, Location: rt.Location,
+		Placement: rt.Placement, ConsolidateThreshold: -1, sessions: map[string]*openSession{}}
 	if llm.Enabled(cfg.LLM.Consolidation.Enabled, lc) {
 		e.ConsolidateThreshold = cfg.LLM.Consolidation.ThresholdTokens
 	}

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/fit"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/extract"
@@ -475,4 +476,34 @@ func (s *Session) maybeConsolidate(all []messages.Message, last int) {
 			s.builder.Invalidate() // MEMORY.md may be the database's
 		}
 	}()
+}
+
+// RuntimeSettings are what loom.yaml says about each turn's runtime block:
+// the time zone its clock is shown in and whether it goes before or after
+// the message text.
+type RuntimeSettings struct {
+	Location  *time.Location
+	Placement messages.Placement
+}
+
+// RuntimeFromConfig maps loom.yaml to the runtime block's settings, the
+// one mapping every front end uses (`loom chat`, `loom messages`, the
+// server's turns and the gateway): timezone (UTC when unset; an unknown
+// zone is an error naming it) and runtime.placement ("after" when unset).
+func RuntimeFromConfig(cfg *config.Config) (RuntimeSettings, error) {
+	rs := RuntimeSettings{Location: time.UTC, Placement: messages.Placement(config.DefaultRuntimePosition)}
+	if cfg == nil {
+		return rs, nil
+	}
+	if cfg.Runtime.Placement != "" {
+		rs.Placement = messages.Placement(cfg.Runtime.Placement)
+	}
+	if cfg.Timezone != "" {
+		loc, err := time.LoadLocation(cfg.Timezone)
+		if err != nil {
+			return rs, fmt.Errorf("loom.yaml: unknown time zone %q", cfg.Timezone)
+		}
+		rs.Location = loc
+	}
+	return rs, nil
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/loomctx/loom/llm/consolidate"
 	"github.com/loomctx/loom/llm/extract"
 	"github.com/loomctx/loom/memory"
-	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/session"
 	"github.com/loomctx/loom/tokens"
@@ -137,19 +136,16 @@ func chatRun(opts *ChatOptions) error {
 	if opts.Channel == "cli" {
 		r.popts.Channel = "" // the terminal has no wrapper of its own
 	}
-	zone := time.UTC
-	if cfg.Timezone != "" {
-		if loc, err := time.LoadLocation(cfg.Timezone); err == nil {
-			zone = loc
-		} else {
-			fmt.Fprintf(opts.IO.ErrOut, "loom: warning: loom.yaml: unknown time zone %q; using UTC\n", cfg.Timezone)
-		}
+	// The runtime block as every front end maps loom.yaml to it.
+	rt, err := session.RuntimeFromConfig(&config.Config{Timezone: cfg.Timezone, Runtime: config.Runtime{Placement: cfg.Placement}})
+	if err != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "loom: warning: %v; using UTC\n", err)
 	}
 	counter, _ := tokens.ForModel(cfg.LLM.Model)
 	sopts := session.Options{
 		Workspace: ws, Prompt: r.popts, Counter: counter,
-		Key: key, Channel: opts.Channel, User: opts.User, Location: zone,
-		Placement: messages.Placement(cfg.Placement),
+		Key: key, Channel: opts.Channel, User: opts.User, Location: rt.Location,
+		Placement: rt.Placement,
 		Client:    client, Now: opts.Now, Logger: logger,
 		Window: cfg.Window, Reserve: cfg.Reserve,
 	}

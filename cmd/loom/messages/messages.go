@@ -126,7 +126,7 @@ went is printed on stderr, and under "fit" in --format json.`,
 	fl.StringVar(&opts.Role, "role", "user", "role of the current message: user or assistant")
 	fl.StringVar(&opts.Format, "format", "openai", "output format: openai, anthropic or json")
 	cmdutil.AddJSONFormatAlias(fl, &opts.Format)
-	fl.StringVar(&opts.Placement, "placement", "after", "runtime context before or after the message text")
+	fl.StringVar(&opts.Placement, "placement", "", "runtime context before or after the message text (default: loom.yaml runtime.placement, else after)")
 	fl.StringVar(&opts.CacheDiff, "cache-diff", "", "previous --format json output to compare the prefix with")
 	fl.BoolVar(&opts.CacheHistory, "cache-history", false, "anthropic: also put a cache breakpoint after the last history message")
 	fl.StringVar(&opts.CacheTTL, "cache-ttl", "", "anthropic: cache lifetime, 5m or 1h (default: the provider's)")
@@ -154,7 +154,7 @@ func (o *MessagesOptions) check() error {
 		return cmdutil.FlagErrorf("--role must be user or assistant")
 	}
 	switch o.Placement {
-	case "before", "after":
+	case "", "before", "after":
 	default:
 		return cmdutil.FlagErrorf("--placement must be before or after")
 	}
@@ -350,6 +350,9 @@ func (o *MessagesOptions) runtime() (messages.Runtime, error) {
 	rt := messages.Runtime{
 		Channel: o.Flags.Channel, ChatID: o.Flags.ChatID, SenderID: o.SenderID,
 		Placement: messages.Placement(o.Placement), Location: time.UTC,
+	}
+	if rt.Placement == "" {
+		rt.Placement = messages.PlaceAfter
 	}
 	if o.Flags.TZ != "" {
 		loc, err := time.LoadLocation(o.Flags.TZ)

@@ -7,6 +7,7 @@ import (
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/session"
 	"github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/tokens"
 )
@@ -30,6 +31,10 @@ func (o *MessagesOptions) fromWorkspace(b *prompt.Builder, f *shared.RenderFlags
 	cfg, err := config.Load(b.Workspace())
 	if err != nil {
 		return "", err
+	}
+	if o.Placement == "" { // no --placement: loom.yaml's, as every front end maps it
+		rt, _ := session.RuntimeFromConfig(cfg)
+		o.Placement = string(rt.Placement)
 	}
 	if o.Skills == nil {
 		set, err := b.Skills()
