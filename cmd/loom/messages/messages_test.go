@@ -128,7 +128,7 @@ func TestMessagesErrors(t *testing.T) {
 		{[]string{}, "give the current message with --message or --message-file"},
 		{[]string{"--message", "x", "--format", "xml"}, "--format must be openai, anthropic or json"},
 		{[]string{"--message", "x", "--role", "tool"}, "--role must be user or assistant"},
-		{[]string{"--message", "x", "--tz", "Mars/Olympus"}, `--tz: unknown time zone "Mars/Olympus"`},
+		{[]string{"--message", "x", "--tz", "Mars/Olympus"}, `--tz: unknown time zone "Mars/Olympus" (want an IANA name such as Europe/Paris)`},
 		{[]string{"--message", "x", "--history", bad}, bad + `:2: unknown role "narrator" (want user, assistant or tool)`},
 		{[]string{"--message", "x", "--cache-diff", bad}, bad + ": invalid character '{' after top-level value"},
 	} {
