@@ -33,7 +33,7 @@ func bigTree() (md.Node, int) {
 		nodes += 10
 		s := md.Named(fmt.Sprintf("section-%d", i), sec)
 		if i%3 != 0 {
-			s.Prio(i)
+			s = s.Prio(i)
 		}
 		sections = append(sections, s)
 	}

@@ -1,5 +1,7 @@
 package md
 
+import "slices"
+
 // Scope gives part of a tree a name, a priority and a policy for when the
 // budget is short. It has no layout of its own: its children are joined by
 // the separator of the block it sits in, as a [Group]'s are.
@@ -33,35 +35,43 @@ func Named(name string, children ...Node) *Scope {
 	return &Scope{Name: name, Children: children}
 }
 
-// Prio sets the scope's priority and returns the scope. Lower priorities are
-// dropped first.
+// The setters below return a new scope and leave s as it was: a scope
+// that was rendered (and so may be in a [Cache], which keys on it) never
+// changes, and a builder may share one scope between trees.
+
+// with returns a copy of s changed by set.
+func (s *Scope) with(set func(c *Scope)) *Scope {
+	c := *s
+	set(&c)
+	return &c
+}
+
+// Prio returns the scope with priority p. Lower priorities are dropped
+// first.
 func (s *Scope) Prio(p int) *Scope {
-	s.Priority, s.Prioritized = p, true
-	return s
+	return s.with(func(c *Scope) { c.Priority, c.Prioritized = p, true })
 }
 
-// Truncate marks the scope truncatable, with its own cap of maxTokens (0 for
-// none), and returns the scope.
+// Truncate returns the scope marked truncatable, with its own cap of
+// maxTokens (0 for none).
 func (s *Scope) Truncate(maxTokens int) *Scope {
-	s.Truncatable, s.MaxTokens = true, maxTokens
-	return s
+	return s.with(func(c *Scope) { c.Truncatable, c.MaxTokens = true, maxTokens })
 }
 
-// From records the workspace files the scope was built from, for the report.
+// From returns the scope with the workspace files it was built from added,
+// for the report.
 func (s *Scope) From(sources ...string) *Scope {
-	s.Sources = append(s.Sources, sources...)
-	return s
+	return s.with(func(c *Scope) { c.Sources = append(slices.Clip(s.Sources), sources...) })
 }
 
-// Otherwise sets the node rendered in place of the scope when it is dropped.
+// Otherwise returns the scope with n rendered in its place when it is
+// dropped.
 func (s *Scope) Otherwise(n Node) *Scope {
-	s.Instead = n
-	return s
+	return s.with(func(c *Scope) { c.Instead = n })
 }
 
-// OnDrop sets the notice rendered after the scope's children when some of the
-// scopes inside it were dropped.
+// OnDrop returns the scope with the notice rendered after its children
+// when some of the scopes inside it were dropped.
 func (s *Scope) OnDrop(fn func(dropped int) Node) *Scope {
-	s.Notice = fn
-	return s
+	return s.with(func(c *Scope) { c.Notice = fn })
 }

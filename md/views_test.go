@@ -33,7 +33,7 @@ func bigScope(rng *rand.Rand, name string) *md.Scope {
 	}
 	s := md.Named(name, md.Text(strings.TrimSuffix(b.String(), "\n")), inner, many)
 	if rng.IntN(5) == 0 {
-		s.Truncate(200 + rng.IntN(2000)) // its own cap cuts what is inside it
+		s = s.Truncate(200 + rng.IntN(2000)) // its own cap cuts what is inside it
 	}
 	return s
 }

@@ -308,7 +308,7 @@ func (st *state) skillsSummary() md.Node {
 		}
 		return adopt(n, "skills", func(s *md.Scope) {
 			if c := st.sectionCap("skills"); c > 0 {
-				s.Truncate(c)
+				s.Truncatable, s.MaxTokens = true, c // s is adopt's own copy
 			}
 		})
 	})

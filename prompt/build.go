@@ -383,7 +383,7 @@ func (st *state) section(name string, children ...md.Node) *md.Scope {
 	}
 	s := md.Named(name, children...)
 	if c := st.sectionCap(name); c > 0 {
-		s.Truncate(c)
+		s = s.Truncate(c)
 	}
 	return s
 }
