@@ -283,7 +283,7 @@ func (st *state) activeSkills() md.Node {
 	n := st.skills.Active(skills.PromptOptions{ActiveMemo: st.active})
 	type key struct{ n md.Node }
 	return st.memo(key{n}, func() md.Node {
-		return adopt(n, "active_skills", func(s *md.Scope) { s.Prio(prioActive) })
+		return adopt(n, "active_skills", func(s *md.Scope) { s.Priority, s.Prioritized = prioActive, true }) // s is adopt's own
 	})
 }
 
