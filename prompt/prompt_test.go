@@ -607,3 +607,37 @@ func TestLongMemoryFileIsCutToItsOwnBudget(t *testing.T) {
 	}
 	t.Error("no report entry for memory_file")
 }
+
+// TestBudgetCanDropActiveSkills pins the Active Skills section's priority: a
+// budget that only fits without the always-on skill's body must drop that
+// section, not fail. (54772f9 lost the priority when the scope setters
+// began to return new scopes, and such a render failed as over budget.)
+func TestBudgetCanDropActiveSkills(t *testing.T) {
+	files := map[string]string{
+		"AGENTS.md":             "Be terse.\n",
+		"skills/big/SKILL.md":   "---\nname: big\ndescription: A large always-on skill.\nalways: true\n---\n" + strings.Repeat("Follow this long always-on rule about formatting replies.\n", 60),
+		"skills/small/SKILL.md": "---\nname: small\ndescription: A small skill.\n---\nbody\n",
+	}
+	dir := write(t, files)
+	full := render(t, dir, prompt.Options{GOOS: "linux", GOARCH: "amd64"})
+	budget := full.Report.Tokens / 2
+	res, err := prompt.Render(context.Background(), dir, prompt.Options{GOOS: "linux", GOARCH: "amd64", Budget: budget})
+	if err != nil {
+		t.Fatalf("budget %d of %d: %v", budget, full.Report.Tokens, err)
+	}
+	if res.Report.Tokens > budget {
+		t.Errorf("%d tokens over the budget of %d", res.Report.Tokens, budget)
+	}
+	dropped := false
+	for _, e := range res.Report.Sections() {
+		if e.Name == "active_skills" && e.Status == md.Dropped {
+			dropped = true
+		}
+	}
+	if !dropped || strings.Contains(res.Prompt, "long always-on rule") {
+		t.Errorf("the Active Skills section was kept under a budget of %d:\n%s", budget, res.Prompt)
+	}
+	if !strings.Contains(res.Prompt, "Be terse.") {
+		t.Error("a bootstrap file was dropped")
+	}
+}
