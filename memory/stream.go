@@ -198,10 +198,11 @@ func stage(ctx context.Context, conn *sql.Conn, cats []Category, now time.Time, 
 				return 0, err
 			}
 			if m.ID != "" {
-				if err := duplicateIn(ctx, conn, []any{i, m.ID}); err != nil {
-					if _, dup := err.(*userError); dup {
-						return 0, err
-					}
+				// duplicateIn always answers: a *userError names the
+				// duplicate; anything else means the staged rows did not
+				// say, and the plain error below stands.
+				if derr, dup := duplicateIn(ctx, conn, []any{i, m.ID}).(*userError); dup {
+					return 0, derr
 				}
 			}
 			return 0, &userError{&ImportError{Index: i, ID: m.ID, Err: err}}

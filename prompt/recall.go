@@ -19,7 +19,7 @@ type recallPlan struct {
 	list        []memory.Memory // the scope's active memories, newest first
 	dbPath      string          // "" when they came from the memory source
 	budget      int             // tokens left for recalled memories
-	user, chat  string
+	user        string
 	counter     memory.Counter
 	excludeChat string
 	// chats groups list by chat once, for every recall on this render.
