@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/loomctx/loom/fit"
+	"github.com/loomctx/loom/gateway/protocol"
 	"github.com/loomctx/loom/internal/redact"
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/messages"
@@ -205,7 +206,7 @@ func decode(r *http.Request, body []byte) (*request, error) {
 		if err := m.UnmarshalJSON(raw); err == nil {
 			switch m.Role {
 			case messages.RoleSystem, messages.RoleDeveloper:
-				q.clientSys = append(q.clientSys, contentText(m.Content))
+				q.clientSys = append(q.clientSys, protocol.TextOf(m.Content))
 				continue
 			case messages.RoleUser, messages.RoleAssistant, messages.RoleTool:
 			default:
@@ -293,24 +294,6 @@ func splitRequest(body []byte) (fields map[string]json.RawMessage, raws []json.R
 		}
 	}
 	return fields, raws, true
-}
-
-// contentText is a system message's text: the text, or its text parts
-// one a line.
-func contentText(c messages.Content) string {
-	if !c.IsList() {
-		return c.Text
-	}
-	var b strings.Builder
-	for _, p := range c.Parts {
-		if p.Type == messages.PartText {
-			if b.Len() > 0 {
-				b.WriteString("\n")
-			}
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }
 
 // systemText is a system message's text: a string, or its text parts.

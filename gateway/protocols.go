@@ -493,50 +493,13 @@ func (g *Gateway) responses(w http.ResponseWriter, r *http.Request, ws *server.W
 		return
 	}
 	defer tn.release()
-	call := callFor(st, t, tn.built)
-	client, ck, ok := g.clientFor(w, r, f, st)
+	x, ok := g.exchange(w, r, f, st, tn, q, t)
 	if !ok {
 		return
 	}
-	g.loomHeaders(w, q, tn.built)
-	w.Header().Set("X-Loom-Upstream-Model", call.Model)
-	meta := protocol.ResponseMeta{ID: respID, CreatedAt: g.opts.Now().Unix(), Model: firstOf(t.Model, call.Model), Turn: t}
-	if !t.Stream {
-		resp, err := client.Complete(r.Context(), call)
-		if err != nil {
-			if r.Context().Err() == nil {
-				g.upstreamError(w, r, f, st, err, ck)
-			}
-			return
-		}
-		// The response goes out once the turn is stored.
-		if err := tn.record(r.Context(), session.Reply{Content: resp.Content, ToolCalls: resp.ToolCalls}); err != nil {
-			g.failure(w, r, f, err)
-			return
-		}
-		writeJSONBody(w, protocol.Response(meta, resp))
-		return
-	}
-	out := newSSE(w)
-	s := protocol.NewResponsesStream(out, meta)
-	resp, err := client.Stream(r.Context(), call, func(delta string) {
-		s.Text(delta)
-		out.flush()
-	})
-	if err != nil {
-		g.streamBroke(w, r, f, st, tn, q, resp, err, ck, out, func(msg string) { s.Fail("upstream_error", msg) })
-		return
-	}
-	s.Finish(resp)
-	// response.completed acknowledges the turn: it goes out once the turn
-	// is stored, response.failed instead when it could not be.
-	if err := tn.record(r.Context(), session.Reply{Content: resp.Content, ToolCalls: resp.ToolCalls, Cut: gone(out)}); err != nil {
-		g.log.Warn("gateway: turn not stored", "request_id", server.RequestID(r), "session", q.key, "err", err)
-		s.Fail(unstored(err))
-	} else {
-		s.Complete(resp)
-	}
-	out.flush()
+	meta := protocol.ResponseMeta{ID: respID, CreatedAt: g.opts.Now().Unix(), Model: firstOf(t.Model, x.call.Model), Turn: t}
+	g.answer(x, t.Stream, func(resp llm.Response) []byte { return protocol.Response(meta, resp) },
+		func(out io.Writer) replyStream { return protocol.NewResponsesStream(out, meta) })
 }
 
 func gone(out *sse) string {
@@ -546,15 +509,95 @@ func gone(out *sse) string {
 	return ""
 }
 
+// replyStream is a protocol's event stream for one reply (package
+// protocol's ResponsesStream and MessagesStream): the text as it comes,
+// then everything but the last event, then the last event, which
+// acknowledges the turn, or a failure event instead.
+type replyStream interface {
+	Text(delta string) error
+	Finish(llm.Response) error
+	Complete() error
+	Fail(code, message string) error
+}
+
+// exchange is one prepared turn of the Responses or Messages front end
+// and what it needs to call the upstream and answer.
+type exchange struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	f      front
+	st     *upstream
+	tn     *turn
+	q      *request
+	client llm.Client
+	call   llm.Request
+	ck     string // the client's key when it is the one sent upstream
+}
+
+// exchange makes the upstream call for a prepared turn, picks the client
+// that sends it and sets loom's reply headers; it answers and returns
+// false when the client's key may not go upstream.
+func (g *Gateway) exchange(w http.ResponseWriter, r *http.Request, f front, st *upstream, tn *turn, q *request, t *protocol.Turn) (*exchange, bool) {
+	call := callFor(st, t, tn.built)
+	client, ck, ok := g.clientFor(w, r, f, st)
+	if !ok {
+		return nil, false
+	}
+	g.loomHeaders(w, q, tn.built)
+	w.Header().Set("X-Loom-Upstream-Model", call.Model)
+	return &exchange{w: w, r: r, f: f, st: st, tn: tn, q: q, client: client, call: call, ck: ck}, true
+}
+
+// answer calls the upstream and answers in the front's protocol: not
+// streamed, the whole object (made by object) once the turn is stored;
+// streamed, the events as the reply comes, the last one only once the
+// turn is stored and a failure event instead when it could not be.
+func (g *Gateway) answer(x *exchange, stream bool, object func(llm.Response) []byte, newStream func(io.Writer) replyStream) {
+	w, r := x.w, x.r
+	if !stream {
+		resp, err := x.client.Complete(r.Context(), x.call)
+		if err != nil {
+			if r.Context().Err() == nil {
+				g.upstreamError(w, r, x.f, x.st, err, x.ck)
+			}
+			return
+		}
+		if err := x.tn.record(r.Context(), session.Reply{Content: resp.Content, ToolCalls: resp.ToolCalls}); err != nil {
+			g.failure(w, r, x.f, err)
+			return
+		}
+		writeJSONBody(w, object(resp))
+		return
+	}
+	out := newSSE(w)
+	s := newStream(out)
+	resp, err := x.client.Stream(r.Context(), x.call, func(delta string) {
+		s.Text(delta)
+		out.flush()
+	})
+	if err != nil {
+		g.streamBroke(x, resp, err, out, s)
+		return
+	}
+	s.Finish(resp)
+	if err := x.tn.record(r.Context(), session.Reply{Content: resp.Content, ToolCalls: resp.ToolCalls, Cut: gone(out)}); err != nil {
+		g.log.Warn("gateway: turn not stored", "request_id", server.RequestID(r), "session", x.q.key, "err", err)
+		s.Fail(unstored(err))
+	} else {
+		s.Complete()
+	}
+	out.flush()
+}
+
 // streamBroke handles a streamed call that failed: before anything was
 // written the error is answered with its status and nothing is stored;
 // after, the stream ends with the protocol's failure event and what
 // arrived is stored marked as cut.
-func (g *Gateway) streamBroke(w http.ResponseWriter, r *http.Request, f front, st *upstream, tn *turn, q *request,
-	resp llm.Response, err error, ck string, out *sse, failEvent func(string)) {
+func (g *Gateway) streamBroke(x *exchange, resp llm.Response, err error, out *sse, s replyStream) {
+	r := x.r
 	if !out.started {
 		if r.Context().Err() == nil {
-			g.upstreamError(w, r, f, st, err, ck)
+			g.upstreamError(x.w, r, x.f, x.st, err, x.ck)
 		}
 		return
 	}
@@ -562,11 +605,11 @@ func (g *Gateway) streamBroke(w http.ResponseWriter, r *http.Request, f front, s
 	if r.Context().Err() == nil {
 		msg := "upstream stream broke: " + upstreamMessage(err)
 		cut = msg
-		failEvent(msg)
+		s.Fail("upstream_error", msg)
 		out.flush()
 	}
-	if err := tn.record(r.Context(), session.Reply{Content: resp.Content, ToolCalls: resp.ToolCalls, Cut: cut}); err != nil {
-		g.log.Warn("gateway: turn not stored", "request_id", server.RequestID(r), "session", q.key, "err", err)
+	if err := x.tn.record(r.Context(), session.Reply{Content: resp.Content, ToolCalls: resp.ToolCalls, Cut: cut}); err != nil {
+		g.log.Warn("gateway: turn not stored", "request_id", server.RequestID(r), "session", x.q.key, "err", err)
 	}
 }
 
@@ -605,74 +648,51 @@ func anthropicTurn(r *http.Request, body []byte, countOnly bool) (*protocol.Turn
 	return t, q, nil
 }
 
-func (g *Gateway) messagesAPI(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
+// anthropicPrepare reads a Messages API request (or a count_tokens one)
+// and prepares its turn, answering when it cannot; a count is not a turn,
+// so it names no session.
+func (g *Gateway) anthropicPrepare(w http.ResponseWriter, r *http.Request, ws *server.Workspace, countOnly bool) (*protocol.Turn, *request, *upstream, *turn, bool) {
 	const f = frontAnthropic
 	body, ok := g.readBody(w, r, f)
 	if !ok {
-		return
+		return nil, nil, nil, nil, false
 	}
 	st, ok := g.ready(w, r, ws, f)
 	if !ok {
-		return
+		return nil, nil, nil, nil, false
 	}
-	t, q, err := anthropicTurn(r, body, false)
+	t, q, err := anthropicTurn(r, body, countOnly)
 	if err != nil {
 		g.failure(w, r, f, err)
-		return
+		return nil, nil, nil, nil, false
+	}
+	if countOnly {
+		q.key = "" // counting is not a turn: no session, no report kept
 	}
 	tn, err := g.prepare(r.Context(), ws, st, &q.turnRequest)
 	if err != nil {
 		g.failure(w, r, f, err)
-		return
+		return nil, nil, nil, nil, false
 	}
-	defer tn.release()
-	call := callFor(st, t, tn.built)
-	client, ck, ok := g.clientFor(w, r, f, st)
+	return t, q, st, tn, true
+}
+
+func (g *Gateway) messagesAPI(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
+	const f = frontAnthropic
+	t, q, st, tn, ok := g.anthropicPrepare(w, r, ws, false)
 	if !ok {
 		return
 	}
-	g.loomHeaders(w, q, tn.built)
-	w.Header().Set("X-Loom-Upstream-Model", call.Model)
+	defer tn.release()
+	x, ok := g.exchange(w, r, f, st, tn, q, t)
+	if !ok {
+		return
+	}
 	var rb [12]byte
 	rand.Read(rb[:])
-	meta := protocol.MessageMeta{ID: "msg_" + hex.EncodeToString(rb[:]), Model: firstOf(t.Model, call.Model)}
-	if !t.Stream {
-		resp, err := client.Complete(r.Context(), call)
-		if err != nil {
-			if r.Context().Err() == nil {
-				g.upstreamError(w, r, f, st, err, ck)
-			}
-			return
-		}
-		// The message goes out once the turn is stored.
-		if err := tn.record(r.Context(), session.Reply{Content: resp.Content, ToolCalls: resp.ToolCalls}); err != nil {
-			g.failure(w, r, f, err)
-			return
-		}
-		writeJSONBody(w, protocol.Message(meta, resp))
-		return
-	}
-	out := newSSE(w)
-	s := protocol.NewMessagesStream(out, meta)
-	resp, err := client.Stream(r.Context(), call, func(delta string) {
-		s.Text(delta)
-		out.flush()
-	})
-	if err != nil {
-		g.streamBroke(w, r, f, st, tn, q, resp, err, ck, out, func(msg string) { s.Fail("api_error", msg) })
-		return
-	}
-	s.Finish(resp)
-	// message_stop acknowledges the turn: it goes out once the turn is
-	// stored, an error event instead when it could not be.
-	if err := tn.record(r.Context(), session.Reply{Content: resp.Content, ToolCalls: resp.ToolCalls, Cut: gone(out)}); err != nil {
-		g.log.Warn("gateway: turn not stored", "request_id", server.RequestID(r), "session", q.key, "err", err)
-		_, msg := unstored(err)
-		s.Fail("api_error", msg)
-	} else {
-		s.Complete()
-	}
-	out.flush()
+	meta := protocol.MessageMeta{ID: "msg_" + hex.EncodeToString(rb[:]), Model: firstOf(t.Model, x.call.Model)}
+	g.answer(x, t.Stream, func(resp llm.Response) []byte { return protocol.Message(meta, resp) },
+		func(out io.Writer) replyStream { return protocol.NewMessagesStream(out, meta) })
 }
 
 // countTokens answers count_tokens from loom's tokenizer: the tokens of
@@ -681,26 +701,11 @@ func (g *Gateway) messagesAPI(w http.ResponseWriter, r *http.Request, ws *server
 // definitions), counted with the encoding of the configured model. It is
 // loom's count, not the provider's, which has its own tokenizer.
 func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
-	const f = frontAnthropic
-	body, ok := g.readBody(w, r, f)
+	t, _, st, tn, ok := g.anthropicPrepare(w, r, ws, true)
 	if !ok {
 		return
 	}
-	st, ok := g.ready(w, r, ws, f)
-	if !ok {
-		return
-	}
-	t, q, err := anthropicTurn(r, body, true)
-	if err != nil {
-		g.failure(w, r, f, err)
-		return
-	}
-	q.key = "" // counting is not a turn: no session, no report kept
-	tn, err := g.prepare(r.Context(), ws, st, &q.turnRequest)
-	if err != nil {
-		g.failure(w, r, f, err)
-		return
-	}
+	defer tn.release()
 	b := tn.built
 	n := 0
 	for _, m := range b.msgs {

@@ -359,36 +359,10 @@ func (t *Turn) anthropicAssistant(param string, blocks []anthropicBlock) error {
 	return nil
 }
 
+// anthropicTools reads custom tools: name, description, input_schema.
 func anthropicTools(f map[string]json.RawMessage) ([]llm.Tool, error) {
-	if !has(f, "tools") {
-		return nil, nil
-	}
-	var tools []struct {
-		Type        string         `json:"type"`
-		Name        string         `json:"name"`
-		Description string         `json:"description"`
-		InputSchema map[string]any `json:"input_schema"`
-	}
-	if err := json.Unmarshal(f["tools"], &tools); err != nil {
-		return nil, ferr("tools", "must be a list of tools")
-	}
-	if len(tools) > MaxItems {
-		return nil, ferr("tools", "more than %d tools", MaxItems)
-	}
-	out := make([]llm.Tool, 0, len(tools))
-	for i, tl := range tools {
-		if tl.Type != "" && tl.Type != "custom" {
-			return nil, ferr(fmt.Sprintf("tools[%d].type", i), "%q is a tool the provider runs; loom's upstream takes custom tools only", tl.Type)
-		}
-		if tl.Name == "" {
-			return nil, ferr(fmt.Sprintf("tools[%d].name", i), "is required")
-		}
-		if tl.InputSchema == nil {
-			return nil, ferr(fmt.Sprintf("tools[%d].input_schema", i), "is required")
-		}
-		out = append(out, llm.Tool{Name: tl.Name, Description: tl.Description, Parameters: tl.InputSchema})
-	}
-	return out, nil
+	return decodeTools(f, toolFields{kind: "custom", optionalKind: true, schema: "input_schema", requireSchema: true,
+		refuse: "is a tool the provider runs; loom's upstream takes custom tools only"})
 }
 
 func anthropicToolChoice(f map[string]json.RawMessage) (llm.ToolChoice, *bool, error) {

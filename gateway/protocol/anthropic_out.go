@@ -123,16 +123,9 @@ func NewMessagesStream(w io.Writer, m MessageMeta) *MessagesStream {
 func (s *MessagesStream) Started() bool { return s.started }
 
 func (s *MessagesStream) event(typ string, v any) {
-	if s.err != nil {
-		return
+	if s.err == nil {
+		s.err = writeEvent(s.w, typ, marshal(v))
 	}
-	line := make([]byte, 0, 256)
-	line = append(line, "event: "...)
-	line = append(line, typ...)
-	line = append(line, "\ndata: "...)
-	line = append(line, marshal(v)...)
-	line = append(line, "\n\n"...)
-	_, s.err = s.w.Write(line)
 }
 
 // Start writes message_start, once. The usage it carries is zero: the
@@ -188,8 +181,10 @@ func (s *MessagesStream) Complete() error {
 }
 
 // Fail writes an error event, for a reply that broke after the stream
-// began.
-func (s *MessagesStream) Fail(typ, message string) error {
-	s.event("error", map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": message}})
+// began or could not be stored. code is loom's name for the failure; the
+// event says api_error, as Anthropic's stream errors name a type, not a
+// code.
+func (s *MessagesStream) Fail(code, message string) error {
+	s.event("error", map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": message}})
 	return s.err
 }

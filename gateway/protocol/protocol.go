@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/loomctx/loom/llm"
@@ -177,8 +178,8 @@ func content(parts []messages.Part) messages.Content {
 	return messages.Content{Parts: parts}
 }
 
-// textOf joins the text parts of c, one a line.
-func textOf(c messages.Content) string {
+// TextOf is a message's text: the text, or its text parts one a line.
+func TextOf(c messages.Content) string {
 	if !c.IsList() {
 		return c.Text
 	}
@@ -213,4 +214,69 @@ func objectArgs(args string) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return json.RawMessage(a)
+}
+
+// toolFields is how a protocol spells its tool definitions: the type its
+// tools carry (and whether it may be left out), the field holding the
+// input schema (and whether it must be there), and what to say of a tool
+// of another type.
+type toolFields struct {
+	kind          string
+	optionalKind  bool
+	schema        string
+	requireSchema bool
+	refuse        string
+}
+
+// decodeTools reads the tools field: a list of tools of one type, each
+// with a name, a description and an input schema.
+func decodeTools(f map[string]json.RawMessage, spec toolFields) ([]llm.Tool, error) {
+	if !has(f, "tools") {
+		return nil, nil
+	}
+	// Both protocols' schema fields are read; the one the protocol names
+	// counts.
+	var tools []struct {
+		Type        string         `json:"type"`
+		Name        string         `json:"name"`
+		Description string         `json:"description"`
+		Parameters  map[string]any `json:"parameters"`
+		InputSchema map[string]any `json:"input_schema"`
+	}
+	if err := json.Unmarshal(f["tools"], &tools); err != nil {
+		return nil, ferr("tools", "must be a list of tools")
+	}
+	if len(tools) > MaxItems {
+		return nil, ferr("tools", "more than %d tools", MaxItems)
+	}
+	out := make([]llm.Tool, 0, len(tools))
+	for i, tl := range tools {
+		if tl.Type != spec.kind && !(spec.optionalKind && tl.Type == "") {
+			return nil, ferr(fmt.Sprintf("tools[%d].type", i), "%q %s", tl.Type, spec.refuse)
+		}
+		if tl.Name == "" {
+			return nil, ferr(fmt.Sprintf("tools[%d].name", i), "is required")
+		}
+		schema := tl.Parameters
+		if spec.schema == "input_schema" {
+			schema = tl.InputSchema
+		}
+		if schema == nil && spec.requireSchema {
+			return nil, ferr(fmt.Sprintf("tools[%d].%s", i, spec.schema), "is required")
+		}
+		out = append(out, llm.Tool{Name: tl.Name, Description: tl.Description, Parameters: schema})
+	}
+	return out, nil
+}
+
+// writeEvent writes one server-sent event: its type and its data.
+func writeEvent(w io.Writer, typ string, data []byte) error {
+	line := make([]byte, 0, len(typ)+len(data)+16)
+	line = append(line, "event: "...)
+	line = append(line, typ...)
+	line = append(line, "\ndata: "...)
+	line = append(line, data...)
+	line = append(line, "\n\n"...)
+	_, err := w.Write(line)
+	return err
 }

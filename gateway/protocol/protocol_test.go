@@ -148,7 +148,7 @@ func TestResponsesStream(t *testing.T) {
 	if strings.Contains(b.String(), "response.completed") {
 		t.Fatal("Finish wrote the closing event; Complete must, after the turn is stored")
 	}
-	s.Complete(r)
+	s.Complete()
 	compareStreams(t, "responses_stream.txt", b.String())
 }
 
@@ -157,7 +157,7 @@ func TestResponsesIncomplete(t *testing.T) {
 	s := protocol.NewResponsesStream(&b, protocol.ResponseMeta{ID: "resp_x", Model: "m"})
 	r := llm.Response{Content: "cut", FinishReason: "length"}
 	s.Finish(r)
-	s.Complete(r)
+	s.Complete()
 	evs := events(t, b.String())
 	last := decode(t, []byte(evs[len(evs)-1][1]))
 	want := map[string]any{"type": "response.incomplete", "response": map[string]any{"status": "incomplete", "incomplete_details": map[string]any{"reason": "max_output_tokens"}}}

@@ -249,7 +249,7 @@ func (t *Turn) responsesMessage(param string, it responsesItem) error {
 	c := content(parts)
 	switch it.Role {
 	case "system", "developer":
-		t.System = append(t.System, textOf(c))
+		t.System = append(t.System, TextOf(c))
 	case "user":
 		t.Messages = append(t.Messages, messages.Message{Role: messages.RoleUser, Content: c})
 	case "assistant":
@@ -260,7 +260,7 @@ func (t *Turn) responsesMessage(param string, it responsesItem) error {
 		}
 		// Assistant text that follows its own tool calls (or they it)
 		// stays one message, as Chat Completions has it.
-		t.Messages = append(t.Messages, messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(textOf(c))})
+		t.Messages = append(t.Messages, messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(TextOf(c))})
 	default:
 		return ferr(param+".role", "%q is not one of user, assistant, system, developer", it.Role)
 	}
@@ -298,33 +298,10 @@ func responsesOutput(param string, raw json.RawMessage) (messages.Content, error
 	return content(parts), nil
 }
 
+// responsesTools reads function tools: name, description, parameters.
 func responsesTools(f map[string]json.RawMessage) ([]llm.Tool, error) {
-	if !has(f, "tools") {
-		return nil, nil
-	}
-	var tools []struct {
-		Type        string         `json:"type"`
-		Name        string         `json:"name"`
-		Description string         `json:"description"`
-		Parameters  map[string]any `json:"parameters"`
-	}
-	if err := json.Unmarshal(f["tools"], &tools); err != nil {
-		return nil, ferr("tools", "must be a list of tools")
-	}
-	if len(tools) > MaxItems {
-		return nil, ferr("tools", "more than %d tools", MaxItems)
-	}
-	out := make([]llm.Tool, 0, len(tools))
-	for i, tl := range tools {
-		if tl.Type != "function" {
-			return nil, ferr(fmt.Sprintf("tools[%d].type", i), "%q is a tool the provider runs; loom's upstream takes function tools only", tl.Type)
-		}
-		if tl.Name == "" {
-			return nil, ferr(fmt.Sprintf("tools[%d].name", i), "is required")
-		}
-		out = append(out, llm.Tool{Name: tl.Name, Description: tl.Description, Parameters: tl.Parameters})
-	}
-	return out, nil
+	return decodeTools(f, toolFields{kind: "function", schema: "parameters",
+		refuse: "is a tool the provider runs; loom's upstream takes function tools only"})
 }
 
 func responsesToolChoice(f map[string]json.RawMessage) (llm.ToolChoice, error) {

@@ -202,6 +202,7 @@ type ResponsesStream struct {
 	started bool
 	inText  bool
 	next    int // the next output index
+	reply   llm.Response
 	err     error
 }
 
@@ -220,13 +221,7 @@ func (s *ResponsesStream) event(typ string, fields map[string]any) {
 	fields["type"] = typ
 	fields["sequence_number"] = s.seq
 	s.seq++
-	line := make([]byte, 0, 256)
-	line = append(line, "event: "...)
-	line = append(line, typ...)
-	line = append(line, "\ndata: "...)
-	line = append(line, marshal(fields)...)
-	line = append(line, "\n\n"...)
-	_, s.err = s.w.Write(line)
+	s.err = writeEvent(s.w, typ, marshal(fields))
 }
 
 // Start writes response.created and response.in_progress, once.
@@ -258,6 +253,7 @@ func (s *ResponsesStream) Text(delta string) error {
 // Finish closes the text item and writes the tool calls, each as its
 // item with its arguments in one delta: everything but the last event.
 func (s *ResponsesStream) Finish(r llm.Response) error {
+	s.reply = r
 	if !s.inText && (r.Content != "" || len(r.ToolCalls) == 0) {
 		s.Text(r.Content)
 	}
@@ -289,8 +285,10 @@ func (s *ResponsesStream) Finish(r llm.Response) error {
 }
 
 // Complete writes response.completed (response.incomplete when the reply
-// was cut by its token limit or a filter) with the whole response.
-func (s *ResponsesStream) Complete(r llm.Response) error {
+// was cut by its token limit or a filter) with the whole response, the
+// reply Finish was given.
+func (s *ResponsesStream) Complete() error {
+	r := s.reply
 	status, details := responseStatus(r.FinishReason)
 	o := s.meta.object(status)
 	o.IncompleteDetails = details
