@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -79,4 +80,60 @@ func FuzzRenderRequestDecodesAlike(f *testing.F) {
 			}
 		}
 	})
+}
+
+// decodeBody (a large body checked on its skeleton, then decoded in place)
+// gives what decodeFrom, the plain way, gives: the same values and the
+// same problem, for good bodies and bad ones.
+func TestDecodeBodyAgrees(t *testing.T) {
+	long := strings.Repeat("ab c", 20_000) // 80,000 bytes: over minSkeletonBody
+	esc := strings.Repeat(`x\"\n\u00e9\\`, 10_000)
+	pad := strings.Repeat(" \n\t", 30_000)
+	bodies := []string{
+		`{"message":"` + long + `"}`,
+		`{"message":"` + esc + `","user":"u","stream":true}`,
+		pad + `{"message":"` + long + `"}` + pad,
+		`{"Message":"` + long + `"}`,                          // another case: encoding/json takes it
+		`{"message":"a","message":"` + long + `"}`,            // repeated: the last wins
+		`{"message":"` + long + `","nope":"` + long + `"}`,    // unknown field
+		`{"message":"` + long + `","stream":"` + long + `"}`,  // a string for a bool
+		`{"message":"` + long + `","stream":1}`,               // a number for a bool
+		`{"message":"` + long + `"}{}`,                        // two values
+		`{"message":"` + long + `"`,                           // cut short
+		`["` + long + `"]`,                                    // not an object
+		`"` + long + `"`,                                      // a string
+		`{"message":` + strings.Repeat("1", 70_000) + `}`,     // a number for a string
+		`{"message":"` + long + `","channel":"` + long + `"}`, // two long fields
+		`{"message":"` + long + "\x01" + `"}`,                 // a control byte in a string
+		`{"message":"` + long + `","user":"` + "\xff" + `x"}`, // not UTF-8: replaced alike
+	}
+	for i, b := range bodies {
+		var got, want TurnRequest
+		gotErr := decodeBody([]byte(b), &got)
+		wantErr := decodeFrom(bytes.NewReader([]byte(b)), &want)
+		if !reflect.DeepEqual(got, want) || !sameProblem(gotErr, wantErr) {
+			t.Errorf("body %d: decodeBody gave %+.60v, %v; decodeFrom %+.60v, %v", i, got, gotErr, want, wantErr)
+		}
+	}
+	// Types with nested values: a render request's tools, a message list.
+	for i, b := range []string{
+		`{"tools":["` + long + `","b"],"budget":100,"fork":{"base_chat_id":"c"}}`,
+		`{"tools":"` + long + `"}`,
+		`{"budget":"` + long + `"}`,
+		`{"message":"m","history":[{"role":"user","content":"` + long + `"}],"budget":5,"user":"` + long + `"}`,
+	} {
+		var got, want MessagesRequest
+		gotErr := decodeBody([]byte(b), &got)
+		wantErr := decodeFrom(bytes.NewReader([]byte(b)), &want)
+		if !reflect.DeepEqual(got, want) || !sameProblem(gotErr, wantErr) {
+			t.Errorf("messages body %d: decodeBody gave %v; decodeFrom %v", i, gotErr, wantErr)
+		}
+	}
+}
+
+func sameProblem(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return reflect.DeepEqual(a, b)
 }

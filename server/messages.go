@@ -293,9 +293,9 @@ func decodeMessagesRequest(r *http.Request, q *MessagesRequest) error {
 	}
 	rest, history, ok := cutHistory(body)
 	if !ok {
-		return decodeFrom(bytes.NewReader(body), q)
+		return decodeBody(body, q)
 	}
-	if err := decodeFrom(bytes.NewReader(rest), q); err != nil {
+	if err := decodeBody(rest, q); err != nil {
 		return err
 	}
 	q.History = history

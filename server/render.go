@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -176,7 +175,7 @@ func decodeRenderRequest(r *http.Request, q *RenderRequest) error {
 	if err := checkJSONType(r); err != nil {
 		return err
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		return decodeProblem(err)
 	}
@@ -190,7 +189,7 @@ func decodeRenderRequest(r *http.Request, q *RenderRequest) error {
 			return nil
 		}
 	}
-	if err := decodeFrom(bytes.NewReader(body), q); err != nil {
+	if err := decodeBody(body, q); err != nil {
 		return err
 	}
 	if keep {

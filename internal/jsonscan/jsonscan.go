@@ -194,3 +194,64 @@ func Skip(b []byte, i int) (end int, ok bool) {
 		return j, j > i
 	}
 }
+
+// Skeleton returns b, valid JSON, without white space and with every
+// string value (not key) of at least min bytes, quotes included, written
+// as "": the same members, types and nesting in a fraction of the bytes
+// when long strings make most of b. A decoder that checks names and types
+// (encoding/json's unknown-field check, which copies the whole text into
+// its own growing buffer first) can run on the skeleton and leave the
+// long strings to one that reads b in place. The result is allocated
+// once, at its exact size.
+func Skeleton(b []byte, min int) []byte {
+	out := make([]byte, 0, skeleton(b, min, nil))
+	skeleton(b, min, func(p []byte) { out = append(out, p...) })
+	return out
+}
+
+// skeleton walks b as Skeleton does, handing each piece it keeps to emit
+// (when emit is not nil), and returns the kept length.
+func skeleton(b []byte, min int, emit func([]byte)) int {
+	kept := 0
+	keep := func(p []byte) {
+		kept += len(p)
+		if emit != nil {
+			emit(p)
+		}
+	}
+	empty := []byte(`""`)
+	for i := 0; i < len(b); {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		case '"':
+			end, ok := Skip(b, i)
+			if !ok { // not valid JSON: keep the rest as it is
+				keep(b[i:])
+				return kept
+			}
+			if end-i >= min && !beforeColon(b, end) {
+				keep(empty)
+			} else {
+				keep(b[i:end])
+			}
+			i = end
+		default:
+			j := i + 1
+			for j < len(b) && b[j] != '"' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+				j++
+			}
+			keep(b[i:j])
+			i = j
+		}
+	}
+	return kept
+}
+
+// beforeColon reports whether the first byte at or after i that is not
+// white space is a colon: the string that ends at i is a key.
+func beforeColon(b []byte, i int) bool {
+	p := Cursor{b: b, i: i}
+	p.WS()
+	return p.Eat(':')
+}

@@ -3,6 +3,7 @@ package jsonscan_test
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/loomctx/loom/internal/jsonscan"
@@ -65,4 +66,65 @@ func FuzzSplitAgrees(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestSkeleton(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{` { "message" : "long text here", "n": 12 , "ok":true} `, `{"message":"","n":12,"ok":true}`},
+		{`{"long key name": "x", "a": ["long text", "y", {"b": "also long"}]}`, `{"long key name":"x","a":["","y",{"b":""}]}`},
+		{`{"e": "with \" quote", "s": "a b"}`, `{"e":"","s":"a b"}`},
+		{`"whole long string"`, `""`},
+		{`[1, -2.5e3, null, false]`, `[1,-2.5e3,null,false]`},
+	} {
+		if got := string(jsonscan.Skeleton([]byte(c.in), 6)); got != c.want {
+			t.Errorf("Skeleton(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// FuzzSkeleton: on valid JSON, a skeleton keeping every string is the
+// text compacted, and one keeping none decodes to the same tree with every
+// string value emptied.
+func FuzzSkeleton(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[1,{"c":"}"}],"d\u0065":"x\"y"}`, ` [ 1 , "a" , {"b":[]} , null ] `, `{}`, `"s"`, `{"a" : {"b":{"c":[[" x "]]}}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return
+		}
+		if got, want := string(jsonscan.Skeleton(b, len(b)+1)), compact(t, b); got != want {
+			t.Fatalf("Skeleton(%q, all kept) = %q, want %q", b, got, want)
+		}
+		decode := func(b []byte) (v any, err error) {
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.UseNumber() // numbers past float64 are valid JSON too
+			return v, dec.Decode(&v)
+		}
+		want, _ := decode(b)
+		empty := jsonscan.Skeleton(b, 0)
+		got, err := decode(empty)
+		if err != nil {
+			t.Fatalf("Skeleton(%q, none kept) = %q: %v", b, empty, err)
+		}
+		if !reflect.DeepEqual(got, emptied(want)) {
+			t.Fatalf("Skeleton(%q, none kept) = %q", b, empty)
+		}
+	})
+}
+
+func emptied(v any) any {
+	switch v := v.(type) {
+	case string:
+		return ""
+	case []any:
+		for i := range v {
+			v[i] = emptied(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = emptied(v[k])
+		}
+	}
+	return v
 }
