@@ -1,6 +1,6 @@
 // Package examples holds complete, filled-in workspaces, one per preset, so
-// that `loom render --example NAME` shows what loom builds on a machine with
-// no workspace of its own.
+// that every loom command, given --example NAME, can be tried on a machine
+// with no workspace of its own (`loom init --example NAME DIR` copies one).
 package examples
 
 import (

@@ -25,6 +25,12 @@ func Write(dir, preset string) (created, skipped []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return WriteFS(dir, fsys)
+}
+
+// WriteFS is [Write] for any tree of files, such as a built-in example
+// workspace: the same folders, permissions and never-overwrite rule.
+func WriteFS(dir string, fsys fs.FS) (created, skipped []string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}

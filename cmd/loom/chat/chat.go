@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/cmd/loom/shared"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/workspace"
 )
@@ -106,7 +107,8 @@ the session. SIGTERM and SIGHUP end it too. Whatever ends a reply, the
 message you typed and the reply as far as it came (marked as cut) are saved
 first.`,
 		Example: `  loom chat -w ./agent
-  printf 'hello\nwhat did I just say?\n' | loom chat -w ./agent --user ana`,
+  printf 'hello\nwhat did I just say?\n' | loom chat -w ./agent --user ana
+  loom chat --example assistant --user mira`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -116,6 +118,7 @@ first.`,
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Dir, "workspace", "w", ".", "workspace folder")
+	shared.AddExampleFlag(cmd, &opts.Dir, shared.ExampleLive)
 	cmd.Flags().StringVar(&opts.Channel, "channel", "cli", "channel name, part of the session key")
 	cmd.Flags().StringVar(&opts.User, "user", "", "user id: scopes memories and names the session")
 	return cmd

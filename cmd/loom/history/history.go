@@ -4,12 +4,14 @@ package history
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/cmd/loom/shared"
 	"github.com/loomctx/loom/messages"
 )
 
@@ -17,6 +19,7 @@ import (
 type CleanOptions struct {
 	IO           *cmdutil.IOStreams
 	File         string // path, or "-" for standard input
+	Example      string // when set, File is a file of this built-in example
 	MaxToolChars int
 }
 
@@ -49,9 +52,13 @@ should persist it so the next turn replays it byte for byte:
 - the history starts at the first user message.
 
 Cleaning twice gives the same output. What was changed is counted on
-standard error.`,
+standard error.
+
+With --example NAME, FILE is a file of that built-in example workspace: the
+assistant example keeps a session at .loom/sessions/cli_mira.jsonl.`,
 		Example: `  loom history clean session.jsonl > session.clean.jsonl
-  loom history clean --max-tool-chars 4000 - < session.json`,
+  loom history clean --max-tool-chars 4000 - < session.json
+  loom history clean --example assistant --max-tool-chars 200 .loom/sessions/cli_mira.jsonl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.File = args[0]
@@ -61,6 +68,7 @@ standard error.`,
 			return cleanRun(opts)
 		},
 	}
+	cmd.Flags().StringVar(&opts.Example, "example", "", "FILE is a file of this built-in example workspace")
 	cmd.Flags().IntVar(&opts.MaxToolChars, "max-tool-chars", messages.DefaultMaxToolChars, "cut tool results longer than this many characters")
 	return cmd
 }
@@ -71,9 +79,16 @@ func cleanRun(o *CleanOptions) error {
 	}
 	var msgs []messages.Message
 	var err error
-	if o.File == "-" {
+	switch {
+	case o.Example != "":
+		data, rerr := shared.ExampleFile(o.Example, o.File)
+		if rerr != nil {
+			return rerr
+		}
+		msgs, err = messages.ReadHistory(bytes.NewReader(data), o.File, messages.HistoryOptions{})
+	case o.File == "-":
 		msgs, err = messages.ReadHistory(o.IO.In, "<stdin>", messages.HistoryOptions{})
-	} else {
+	default:
 		msgs, err = messages.ReadHistoryFile(o.File, messages.HistoryOptions{})
 	}
 	if err != nil {

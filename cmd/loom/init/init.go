@@ -4,6 +4,7 @@ package initcmd
 
 import (
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/examples"
 	"github.com/loomctx/loom/starter"
 )
 
@@ -22,6 +24,9 @@ type InitOptions struct {
 	IO     *cmdutil.IOStreams
 	Dir    string
 	Preset string
+	// Example, when set, names the built-in example workspace to copy
+	// instead of the preset's starter files.
+	Example string
 }
 
 // NewCmdInit returns the `loom init` command. runF replaces initRun in tests.
@@ -34,9 +39,13 @@ func NewCmdInit(io *cmdutil.IOStreams, runF func(*InitOptions) error) *cobra.Com
 if needed. The files are templates to edit; while one is unchanged, loom leaves
 it out of the prompt. An existing file is never overwritten.
 
+With --example NAME, write a copy of that built-in example instead: a
+complete, filled-in workspace to try every command on, and to change.
+
 Presets: ` + strings.Join(starter.Presets(), ", ") + `.`,
 		Example: `  loom init my-agent
-  loom init warehouse --preset analyst`,
+  loom init warehouse --preset analyst
+  loom init --example assistant agent`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return cmdutil.FlagErrorf("init takes at most one folder, got %d arguments", len(args))
@@ -48,6 +57,14 @@ Presets: ` + strings.Join(starter.Presets(), ", ") + `.`,
 			if len(args) == 1 {
 				opts.Dir = args[0]
 			}
+			if opts.Example != "" {
+				if cmd.Flags().Changed("preset") {
+					return cmdutil.FlagErrorf("--preset and --example cannot be used together")
+				}
+				if _, err := examples.FS(opts.Example); err != nil {
+					return cmdutil.FlagErrorf("--example: %v", err)
+				}
+			}
 			if !slices.Contains(starter.Presets(), opts.Preset) {
 				return cmdutil.FlagErrorf("unknown preset %q (valid: %s)", opts.Preset, strings.Join(starter.Presets(), ", "))
 			}
@@ -58,6 +75,7 @@ Presets: ` + strings.Join(starter.Presets(), ", ") + `.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.Preset, "preset", DefaultPreset, "prompt structure: "+strings.Join(starter.Presets(), " or "))
+	cmd.Flags().StringVar(&opts.Example, "example", "", "write a copy of a built-in example workspace instead ("+strings.Join(examples.Names(), " or ")+")")
 	cmd.RegisterFlagCompletionFunc("preset", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return starter.Presets(), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -68,7 +86,16 @@ Presets: ` + strings.Join(starter.Presets(), ", ") + `.`,
 // Out, one per line, so the list can be piped; skipped files and the hint on
 // ErrOut.
 func initRun(opts *InitOptions) error {
-	created, skipped, err := starter.Write(opts.Dir, opts.Preset)
+	var created, skipped []string
+	var err error
+	if opts.Example != "" {
+		var fsys fs.FS
+		if fsys, err = examples.FS(opts.Example); err == nil {
+			created, skipped, err = starter.WriteFS(opts.Dir, fsys)
+		}
+	} else {
+		created, skipped, err = starter.Write(opts.Dir, opts.Preset)
+	}
 	for _, rel := range created {
 		fmt.Fprintf(opts.IO.Out, "created %s\n", filepath.Join(opts.Dir, filepath.FromSlash(rel)))
 	}

@@ -33,6 +33,9 @@ func NewCmdInspect(io *cmdutil.IOStreams, runF func(*Options) error) *cobra.Comm
 	cmd := &cobra.Command{
 		Use:   "inspect",
 		Short: "Show what each section of the prompt costs and what was left out",
+		Example: `  loom inspect -w ./agent
+  loom inspect --example analyst --budget 2500
+  loom inspect --example assistant --web`,
 		Long: `Render the prompt as loom render does, but print a table instead of the
 prompt: each section, the files it came from, its tokens, and whether it was
 kept, dropped or truncated (and why), then the totals and every diagnostic.

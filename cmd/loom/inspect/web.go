@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/inspector"
 	"github.com/loomctx/loom/server"
 )
@@ -20,15 +19,17 @@ import (
 // webRun serves the inspector for the workspace on a loopback address and
 // prints the URL to open, until interrupted.
 func webRun(ctx context.Context, opts *Options) error {
-	if opts.Flags.Example != "" {
-		return cmdutil.FlagErrorf("--web serves a workspace folder, not --example")
+	dir, done, err := opts.Flags.Folder(opts.IO.ErrOut)
+	if err != nil {
+		return err
 	}
+	defer done()
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := server.New(server.Options{Dir: opts.Flags.Dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	s, err := server.New(server.Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		AllowedHosts: opts.AllowedHosts, CORSOrigins: opts.CORSOrigins})
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/cmd/loom/shared"
 	"github.com/loomctx/loom/mcpserver"
 	"github.com/loomctx/loom/workspace"
 )
@@ -35,6 +36,8 @@ func NewCmdMCP(io *cmdutil.IOStreams, runF func(*Options) error) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the workspace's skills, prompt and memory to MCP clients over stdio",
+		Example: `  loom mcp -w ./agent --user ana
+  loom mcp --example assistant`,
 		Long: `Serve a workspace over the Model Context Protocol on stdin and stdout, for
 Claude Code, Claude Desktop, VS Code, Cursor and any other MCP client:
 
@@ -68,6 +71,7 @@ resources/updated for subscribers). Logs go to stderr.
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.Dir, "workspace", "w", ".", "workspace folder")
+	shared.AddExampleFlag(cmd, &opts.Dir, shared.ExampleLive)
 	fl.StringVar(&opts.User, "user", "", "serve this user's memories only (default: the whole workspace)")
 	fl.StringVar(&opts.Now, "now", "", "fix the clock, as RFC 3339 (for tests and reproducible output)")
 	fl.DurationVar(&opts.Poll, "poll", 0, "how often to look for workspace changes (besides the change feed; default 1s)")

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/cmd/loom/shared"
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/internal/jsonout"
 	"github.com/loomctx/loom/llm"
@@ -59,6 +60,7 @@ JSON.`,
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Dir, "workspace", "w", ".", "workspace folder")
+	shared.AddExampleFlag(cmd, &opts.Dir, shared.ExampleRefused)
 	cmd.Flags().StringVar(&opts.History, "history", "", "session file to consolidate")
 	cmd.Flags().BoolVar(&opts.All, "all", false, "consolidate everything after the pointer, not only what passes the threshold")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "say what would be consolidated without calling the model")

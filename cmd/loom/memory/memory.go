@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/cmd/loom/shared"
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/memory/pgstore"
@@ -104,6 +105,11 @@ key the server uses).`,
 			}
 			return run(opts)
 		}
+		use := shared.ExampleRead
+		if name == "add" || name == "forget" || name == "import" {
+			use = shared.ExampleRefused
+		}
+		shared.AddExampleFlag(c, &opts.Dir, use)
 		cmd.AddCommand(c)
 	}
 
@@ -113,7 +119,8 @@ key the server uses).`,
 		Short: "Add a memory and print its id",
 		Example: `  loom memory add "Respond in French"
   loom memory add --category personal_fact --user alex "The user is Alex"
-  loom memory add --supersedes m_3f2a9c01d4e5 "Respond in German"`,
+  loom memory add --supersedes m_3f2a9c01d4e5 "Respond in German"
+  loom init --example assistant agent && loom memory add -w agent "Mira prefers the 08:00 ferry"`,
 		Args: cobra.MinimumNArgs(1),
 	}
 	add.Flags().StringVar(&addOpts.Category, "category", "", "category (default: the first configured one)")
@@ -129,6 +136,8 @@ key the server uses).`,
 		Long: `List the active memories of every scope, newest first. With --user, list that
 user's memories and the workspace-wide ones: what a prompt for that user draws
 from. --all adds superseded and forgotten memories.`,
+		Example: `  loom memory list -w ./agent --user ana
+  loom memory list --example assistant --json`,
 		Args: cobra.NoArgs,
 	}
 	list.Flags().StringVar(&listOpts.User, "user", "", "only this user's and the workspace-wide memories")
@@ -141,9 +150,10 @@ from. --all adds superseded and forgotten memories.`,
 
 	forgetOpts := &Options{IO: io}
 	sub("forget", &cobra.Command{
-		Use:   "forget ID",
-		Short: "Forget a memory (it stays listable with list --all)",
-		Args:  cobra.ExactArgs(1),
+		Use:     "forget ID",
+		Short:   "Forget a memory (it stays listable with list --all)",
+		Example: `  loom memory forget -w ./agent m_3f2a9c01d4e5`,
+		Args:    cobra.ExactArgs(1),
 	}, forgetOpts, forgetRun)
 
 	importOpts := &Options{IO: io}
@@ -156,6 +166,8 @@ Only id, category and content are required. Ids and times are kept. A bad line
 is an error naming its line number, and then nothing from the file is imported.
 The file is read a line at a time (a line is at most 4 MiB, the file has no
 size limit); "-" reads standard input.`,
+		Example: `  loom memory import -w ./agent memories.jsonl
+  loom memory export -w old | loom memory import -w new -`,
 		Args: cobra.ExactArgs(1),
 	}, importOpts, importRun)
 
@@ -168,6 +180,8 @@ size limit); "-" reads standard input.`,
 With --store postgres, --files DIR also writes the memory files kept in the
 database: DIR/MEMORY.md and DIR/HISTORY.md for the workspace, and
 DIR/users/<user>/ for each user's own.`,
+		Example: `  loom memory export -w ./agent > memories.jsonl
+  loom memory export --example assistant`,
 		Args: cobra.NoArgs,
 	}
 	export.Flags().StringVar(&exportOpts.FilesDir, "files", "", "with --store postgres: also write MEMORY.md and HISTORY.md into this folder")

@@ -25,7 +25,8 @@ without it, the workspace-wide ones only. A QUERY with no searchable word
 
 --json prints a list of {id, content, category, user, score}.`,
 		Example: `  loom memory search "where does Ana's sister live?"
-  loom memory search --user ana --limit 5 --json "marathon training"`,
+  loom memory search --user ana --limit 5 --json "marathon training"
+  loom memory search --example assistant --json ferry`,
 		Args: cobra.MinimumNArgs(1),
 	}
 	c.Flags().StringVar(&opts.User, "user", "", "search this user's and the workspace-wide memories")

@@ -107,7 +107,8 @@ went is printed on stderr, and under "fit" in --format json.`,
   loom messages --message-file q.txt --media shot.png --format anthropic --cache-history
   loom messages --message hi --history h.jsonl --format json > turn1.json
   loom messages --message again --history h2.jsonl --cache-diff turn1.json
-  loom messages --message "go on" --history long.jsonl --context-window 8000 --reserve-output 500`,
+  loom messages --message "go on" --history long.jsonl --context-window 8000 --reserve-output 500
+  loom messages --example assistant --message hello --format anthropic`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {

@@ -35,6 +35,9 @@ func NewCmdRender(io *cmdutil.IOStreams, runF func(*Options) error) *cobra.Comma
 	cmd := &cobra.Command{
 		Use:   "render",
 		Short: "Print the system prompt a workspace gives its agent",
+		Example: `  loom render -w ./agent --report
+  loom render --example assistant --report
+  loom render --example analyst --channel slack --budget 3000`,
 		Long: `Render the system prompt of a workspace folder (-w, default the current folder).
 
 The prompt goes to stdout. Warnings about files that were refused or left out

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/cmd/loom/shared"
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/gateway"
 	"github.com/loomctx/loom/server"
@@ -104,6 +105,7 @@ than Go's default: its heap may grow by up to 64 MiB beyond what is live (at
 most 4 times the live heap, never less than Go's default), which cuts the
 collector's CPU by about three quarters at the usual heap of a few MiB.`,
 		Example: `  loom serve -w ./agent
+  loom serve --example assistant --addr 127.0.0.1:7411
   loom serve --root ./workspaces --addr 0.0.0.0:7411 --token-env LOOM_TOKENS --log-format json
   LOOM_PG_DSN=postgres://loom@db/loom loom serve -w ./agent --store postgres
   curl -s localhost:7411/v1/workspaces/default/render -H 'Content-Type: application/json' -d '{"channel":"slack"}'`,
@@ -151,6 +153,7 @@ collector's CPU by about three quarters at the usual heap of a few MiB.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.Dir, "workspace", "w", ".", "serve this workspace folder as \"default\"")
+	shared.AddExampleFlag(cmd, &opts.Dir, shared.ExampleLive)
 	fl.StringVar(&opts.Root, "root", "", "serve every sub-folder of this folder as a workspace")
 	fl.StringVar(&opts.Addr, "addr", server.DefaultAddr, "address to listen on")
 	fl.StringVar(&opts.TokenEnv, "token-env", "", "variable holding the accepted bearer tokens")

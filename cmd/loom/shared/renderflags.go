@@ -79,6 +79,24 @@ func (f *RenderFlags) Workspace() (*workspace.Workspace, error) {
 	return workspace.Open(f.Dir)
 }
 
+// Folder returns the workspace folder the flags name, for a command that
+// stays up on a folder (watch, inspect --web): -w's, or a copy of the
+// example made by [ExampleFolder] and named on w. done removes the copy.
+func (f *RenderFlags) Folder(w io.Writer) (dir string, done func(), err error) {
+	if f.Example == "" {
+		return f.Dir, func() {}, nil
+	}
+	if f.flags != nil && f.flags.Changed("workspace") {
+		return "", nil, cmdutil.FlagErrorf("-w and --example cannot be used together")
+	}
+	dir, done, err = ExampleFolder(f.Example)
+	if err != nil {
+		return "", nil, err
+	}
+	SayExampleFolder(w, f.Example, dir)
+	return dir, done, nil
+}
+
 // Options turns the flags into prompt options.
 func (f *RenderFlags) Options() (prompt.Options, error) {
 	o := prompt.Options{

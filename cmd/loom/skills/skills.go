@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/cmd/loom/shared"
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/internal/jsonout"
 	lskills "github.com/loomctx/loom/skills"
@@ -38,12 +39,13 @@ workspace, in the extra folders loom.yaml names under skills.paths, and among
 loom's built-in skills, in that order of precedence.`,
 		Args: cobra.NoArgs,
 	}
-	sub := func(name, use, short string, args cobra.PositionalArgs, run func(*Options) error, bind func(*cobra.Command, *Options)) {
+	sub := func(name, use, short, example string, args cobra.PositionalArgs, run func(*Options) error, bind func(*cobra.Command, *Options)) {
 		opts := &Options{IO: io}
 		c := &cobra.Command{
-			Use:   use,
-			Short: short,
-			Args:  args,
+			Use:     use,
+			Short:   short,
+			Example: example,
+			Args:    args,
 			RunE: func(c *cobra.Command, a []string) error {
 				if len(a) > 0 {
 					opts.Name = a[0]
@@ -55,15 +57,19 @@ loom's built-in skills, in that order of precedence.`,
 			},
 		}
 		c.Flags().StringVarP(&opts.Dir, "workspace", "w", ".", "workspace folder")
+		shared.AddExampleFlag(c, &opts.Dir, shared.ExampleRead)
 		if bind != nil {
 			bind(c, opts)
 		}
 		cmd.AddCommand(c)
 	}
-	sub("list", "list", "List every skill: name, source, status, availability and location", cobra.NoArgs, ListRun,
+	sub("list", "list", "List every skill: name, source, status, availability and location",
+		"  loom skills list -w ./agent --json\n  loom skills list --example assistant", cobra.NoArgs, ListRun,
 		func(c *cobra.Command, o *Options) { cmdutil.AddJSONFlag(c.Flags(), &o.JSON) })
-	sub("show", "show NAME", "Print a skill's body, frontmatter stripped", cobra.ExactArgs(1), ShowRun, nil)
-	sub("validate", "validate", "Check every skill; exit 1 when any has an error", cobra.NoArgs, ValidateRun,
+	sub("show", "show NAME", "Print a skill's body, frontmatter stripped",
+		"  loom skills show -w ./agent weather-brief\n  loom skills show --example assistant todoist", cobra.ExactArgs(1), ShowRun, nil)
+	sub("validate", "validate", "Check every skill; exit 1 when any has an error",
+		"  loom skills validate -w ./agent\n  loom skills validate --example assistant", cobra.NoArgs, ValidateRun,
 		func(c *cobra.Command, o *Options) { cmdutil.AddJSONFlag(c.Flags(), &o.JSON) })
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/cmd/loom/shared"
 	"github.com/loomctx/loom/internal/jsonout"
 	"github.com/loomctx/loom/tokens"
 	"github.com/loomctx/loom/workspace"
@@ -20,6 +21,7 @@ type TokensOptions struct {
 	IO *cmdutil.IOStreams
 
 	File      string // path, or "-" or "" for standard input
+	Example   string // when set, File is a file of this built-in example
 	Encoding  string
 	Model     string
 	JSON      bool
@@ -51,10 +53,14 @@ for any other model it counts with o200k_base and says so.
 
 --json prints {"encoding", "tokens", "bytes"}, where bytes is the size of
 the input as read; with --model it adds "model", and "fallback": true when
-the model was not recognised.`,
+the model was not recognised.
+
+With --example NAME, FILE is a file of that built-in example workspace
+(AGENTS.md, memory/MEMORY.md, ...).`,
 		Example: `  loom tokens AGENTS.md
   loom tokens --model gpt-4 --json prompt.md
-  cat memory/MEMORY.md | loom tokens --encoding cl100k_base`,
+  cat memory/MEMORY.md | loom tokens --encoding cl100k_base
+  loom tokens --example assistant SOUL.md`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return cmdutil.FlagErrorf("tokens takes at most one file, got %d", len(args))
@@ -64,6 +70,9 @@ the model was not recognised.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.File = args[0]
+			}
+			if opts.Example != "" && (opts.File == "" || opts.File == "-") {
+				return cmdutil.FlagErrorf("--example needs the example's file to count, such as: loom tokens --example %s AGENTS.md", opts.Example)
 			}
 			if cmd.Flags().Changed("encoding") && cmd.Flags().Changed("model") {
 				return cmdutil.FlagErrorf("--encoding and --model cannot be used together")
@@ -77,6 +86,7 @@ the model was not recognised.`,
 	cmd.Flags().StringVarP(&opts.Encoding, "encoding", "e", "", "encoding: o200k_base (default), cl100k_base or chars4")
 	cmd.Flags().StringVarP(&opts.Model, "model", "m", "", "count with the encoding of this model")
 	cmdutil.AddJSONFlag(cmd.Flags(), &opts.JSON)
+	cmd.Flags().StringVar(&opts.Example, "example", "", "FILE is a file of this built-in example workspace")
 	cmd.Flags().BoolVar(&opts.Normalize, "normalize", false, "drop a byte-order mark and turn CRLF into LF before counting")
 	return cmd
 }
@@ -142,6 +152,10 @@ const maxInput = 64 << 20
 
 // readInput returns the input's name for messages and its bytes.
 func readInput(opts *TokensOptions) (string, []byte, error) {
+	if opts.Example != "" {
+		data, err := shared.ExampleFile(opts.Example, opts.File)
+		return opts.File, data, err
+	}
 	if opts.File == "" || opts.File == "-" {
 		data, err := cmdutil.ReadFileLimit("-", maxInput, opts.IO.In)
 		if err != nil {

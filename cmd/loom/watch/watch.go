@@ -40,6 +40,8 @@ func NewCmdWatch(io *cmdutil.IOStreams, runF func(*Options) error) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:   "watch",
 		Short: "Re-render the prompt whenever a file it reads changes",
+		Example: `  loom watch -w ./agent --diff
+  loom watch --example assistant --diff`,
 		Long: `Render the prompt, then watch every file and folder the render read (the
 root files, agent/prompts/, agent/dialects/, databases/, skills/, memory/ and
 the rest) and render again after every change, once edits have settled for
@@ -68,10 +70,12 @@ Stop with Ctrl-C.`,
 
 // Run renders once, then again on every change, until ctx ends.
 func Run(ctx context.Context, opts *Options) error {
-	if opts.Flags.Example != "" {
-		return cmdutil.FlagErrorf("--example cannot be watched: it is built in")
+	dir, done, err := opts.Flags.Folder(opts.IO.ErrOut)
+	if err != nil {
+		return err
 	}
-	ws, err := workspace.Open(opts.Flags.Dir)
+	defer done()
+	ws, err := workspace.Open(dir)
 	if err != nil {
 		return err
 	}
