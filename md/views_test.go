@@ -60,7 +60,7 @@ func place(rng *rand.Rand, n md.Node, memo, outer, inner *md.XMLMemo) md.Node {
 		x := md.XML("memo", nil, n)
 		if s, ok := n.(*md.Scope); ok && memo != nil {
 			x = md.XML("memo", nil, s, md.Named("next", md.Text("next\nentry")))
-			x.Memo(memo)
+			x = x.Memo(memo)
 		}
 		return x
 	case 8:

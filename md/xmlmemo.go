@@ -116,11 +116,13 @@ type segInfo struct {
 // element count it from its parts.
 var xmlWhole = &Scope{}
 
-// Memo makes the element keep what its children rendered to in m between
-// renders (see [XMLMemo]), and returns the element.
+// Memo returns the element made to keep what its children rendered to in
+// m between renders (see [XMLMemo]). Like [Scope]'s setters it leaves x as
+// it was: an element that was rendered never changes.
 func (x *XMLElement) Memo(m *XMLMemo) *XMLElement {
-	x.memo = m
-	return x
+	c := *x
+	c.memo = m
+	return &c
 }
 
 // sameCounter reports whether a and b are the same counter, without

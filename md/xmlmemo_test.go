@@ -43,7 +43,7 @@ func catalogueEntry(rng *rand.Rand, name string) *md.Scope {
 func catalogue(entries []md.Node, memo *md.XMLMemo) md.Node {
 	x := md.XML("skills", nil, entries...)
 	if memo != nil {
-		x.Memo(memo)
+		x = x.Memo(memo)
 	}
 	return md.Doc(
 		md.Named("head", md.Text("Before.")),

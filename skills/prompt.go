@@ -199,7 +199,7 @@ func (s *Set) Summary(opts PromptOptions) md.Node {
 	}
 	catalogue := md.XML("skills", nil, entries...)
 	if opts.XMLMemo != nil {
-		catalogue.Memo(opts.XMLMemo)
+		catalogue = catalogue.Memo(opts.XMLMemo)
 	}
 	if opts.Unbudgeted {
 		return md.Sec(level(opts, 1), "Skills", md.Group{md.Raw(assistantIntro), catalogue})
