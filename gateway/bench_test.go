@@ -51,20 +51,11 @@ func reportCPU(b *testing.B, f func()) {
 	b.ReportMetric(float64((cpuTime()-start).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
-// BenchmarkGateway is one streamed request on the shared generator's large
-// workspace (when it is there) to a fake upstream that answers at once,
-// memory calls off, as in bench/gateway:
-//
-//	loom         through loom's HTTP server and the gateway (session saved,
-//	             as a client with X-Loom-Session)
-//	direct       the client's request straight to the upstream
-//	direct-size  a request as large as the one loom sends, straight to the
-//	             upstream: what the prompt's bytes cost by themselves
-//
-// loom minus direct is what loom adds; -32 runs 32 clients at once.
-func BenchmarkGateway(b *testing.B) {
-	var size atomic.Int64
-	up := benchUpstream(b, &size)
+// benchGateway starts loom (with the gateway) over the large workspace
+// and a fake upstream; post sends one request and checks its status.
+func benchGateway(b *testing.B) (ts, up *httptest.Server, size *atomic.Int64, post func(url string, body []byte, session bool, headers ...string)) {
+	size = new(atomic.Int64)
+	up = benchUpstream(b, size)
 	for _, k := range []string{"LOOM_LLM_BASE_URL", "LOOM_LLM_API_KEY", "LOOM_LLM_MODEL", "LOOM_LLM_PROVIDER", "LOOM_MEMORY_DB", "LOOM_TEST_UPSTREAM_KEY"} {
 		b.Setenv(k, "")
 	}
@@ -85,17 +76,20 @@ func BenchmarkGateway(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(func() { s.Close() })
 	gateway.Mount(s, gateway.Options{})
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
+	ts = httptest.NewServer(s.Handler())
+	b.Cleanup(ts.Close)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
-	defer tr.CloseIdleConnections()
+	b.Cleanup(tr.CloseIdleConnections)
 	c := &http.Client{Transport: tr}
-	post := func(url string, body []byte, session bool) {
+	post = func(url string, body []byte, session bool, headers ...string) {
 		req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
 		if session {
 			req.Header.Set("X-Loom-Session", "bench")
 		}
@@ -109,6 +103,22 @@ func BenchmarkGateway(b *testing.B) {
 			b.Fatalf("%s: %d", url, res.StatusCode)
 		}
 	}
+	return ts, up, size, post
+}
+
+// BenchmarkGateway is one streamed request on the shared generator's large
+// workspace (when it is there) to a fake upstream that answers at once,
+// memory calls off, as in bench/gateway:
+//
+//	loom         through loom's HTTP server and the gateway (session saved,
+//	             as a client with X-Loom-Session)
+//	direct       the client's request straight to the upstream
+//	direct-size  a request as large as the one loom sends, straight to the
+//	             upstream: what the prompt's bytes cost by themselves
+//
+// loom minus direct is what loom adds; -32 runs 32 clients at once.
+func BenchmarkGateway(b *testing.B) {
+	ts, up, size, post := benchGateway(b)
 	viaLoom := func() { post(ts.URL+"/v1/chat/completions", benchBody, true) }
 	direct := func(body []byte) { post(up.URL+"/v1/chat/completions", body, false) }
 	viaLoom()
@@ -164,4 +174,32 @@ func BenchmarkGateway(b *testing.B) {
 			direct(big)
 		}
 	})
+}
+
+// BenchmarkProtocols is the same streamed turn through loom as a Chat
+// Completions, a Responses and a Messages request (bench/gateway's
+// -protocols bodies), to the same OpenAI-compatible fake upstream, each on
+// a session of its own: what each wire costs beside Chat Completions.
+func BenchmarkProtocols(b *testing.B) {
+	ts, _, _, post := benchGateway(b)
+	for _, p := range []struct {
+		name, path string
+		body       []byte
+		headers    []string
+	}{
+		{"chat", "/v1/chat/completions", benchBody, nil},
+		{"responses", "/v1/responses", []byte(`{"model":"m","stream":true,"temperature":0.2,"instructions":"You are terse.","input":[{"role":"user","content":"hello"},{"role":"assistant","content":"hi"},{"role":"user","content":"What changed today?"}]}`), nil},
+		{"messages", "/v1/messages", []byte(`{"model":"m","max_tokens":1024,"stream":true,"temperature":0.2,"system":"You are terse.","messages":[{"role":"user","content":"hello"},{"role":"assistant","content":"hi"},{"role":"user","content":"What changed today?"}]}`), []string{"Anthropic-Version", "2023-06-01"}},
+	} {
+		headers := append([]string{"X-Loom-Session", "bench-" + p.name}, p.headers...)
+		post(ts.URL+p.path, p.body, false, headers...)
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			reportCPU(b, func() {
+				for b.Loop() {
+					post(ts.URL+p.path, p.body, false, headers...)
+				}
+			})
+		})
+	}
 }

@@ -16,7 +16,10 @@ import (
 const anthropicVersion = "2023-06-01"
 
 // anthropicClient speaks the Anthropic Messages API over net/http.
-type anthropicClient struct{ t *transport }
+type anthropicClient struct {
+	t   *transport
+	sys systemCache
+}
 
 type anthropicRequest struct {
 	Model        string                      `json:"model"`
@@ -89,7 +92,53 @@ func anthropicInput(req Request) []messages.Message {
 	return out
 }
 
+// body is the request body: the system blocks' encoding kept (see
+// systemCache), put in before the messages of the rest, encoded now.
 func (a *anthropicClient) body(req Request, stream bool) ([]byte, error) {
+	p, err := a.request(req, stream)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.System) == 0 {
+		return a.encode(p, req)
+	}
+	sys, err := a.sys.get(req.System, req.SystemCacheAt, func() ([]byte, error) { return json.Marshal(p.System) })
+	if err != nil {
+		return nil, err
+	}
+	p.System = nil
+	data, err := a.encode(p, req)
+	if err != nil {
+		return nil, err
+	}
+	i := keyAfter(data, "messages")
+	if i < 0 {
+		return nil, fmt.Errorf("llm: request: no messages list in the body")
+	}
+	i -= len(`,"messages":`)
+	return insertAt(data, i, []byte(`,"system":`), sys), nil
+}
+
+// bodyPlain is the request body encoded in one pass, the system blocks
+// with the rest.
+func (a *anthropicClient) bodyPlain(req Request, stream bool) ([]byte, error) {
+	p, err := a.request(req, stream)
+	if err != nil {
+		return nil, err
+	}
+	return a.encode(p, req)
+}
+
+func (a *anthropicClient) encode(p *anthropicRequest, req Request) ([]byte, error) {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("llm: request: %w", err)
+	}
+	return mergeExtra(data, req.Extra, anthropicKeys)
+}
+
+// request is the request's body as a value.
+func (a *anthropicClient) request(req Request, stream bool) (*anthropicRequest, error) {
 	conv, err := messages.Anthropic(anthropicInput(req), messages.AnthropicOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("llm: request: %w", err)
@@ -100,7 +149,7 @@ func (a *anthropicClient) body(req Request, stream bool) ([]byte, error) {
 		first.Text = req.System[:at]
 		conv.System = []messages.AnthropicBlock{first, {Type: "text", Text: req.System[at:]}}
 	}
-	p := anthropicRequest{Model: cmpOr(req.Model, cfg.Model), MaxTokens: cmpOr(req.MaxTokens, cfg.MaxTokens),
+	p := &anthropicRequest{Model: cmpOr(req.Model, cfg.Model), MaxTokens: cmpOr(req.MaxTokens, cfg.MaxTokens),
 		System: conv.System, Messages: conv.Messages, Stream: stream}
 	// Temperature is not sent: loom's Messages API version has no such
 	// field for the models it targets.
@@ -125,11 +174,7 @@ func (a *anthropicClient) body(req Request, stream bool) ([]byte, error) {
 		p.OutputConfig = &anthropicOutputConfig{}
 		p.OutputConfig.Format.Type, p.OutputConfig.Format.Schema = "json_schema", req.JSONSchema.Schema
 	}
-	data, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("llm: request: %w", err)
-	}
-	return mergeExtra(data, req.Extra, anthropicKeys)
+	return p, nil
 }
 
 func (a *anthropicClient) header() http.Header {
@@ -297,7 +342,9 @@ func (a *anthropicClient) Stream(ctx context.Context, req Request, onDelta func(
 			events   int
 			budget   = replyCap{left: a.t.cfg.MaxReplyBytes}
 		)
+		deltas := &deltaBatch{on: onDelta}
 		finish := func() Response {
+			deltas.flush()
 			out.Content, out.Reasoning, out.Usage = text.String(), thinking.String(), usage.usage()
 			idx := make([]int, 0, len(blocks))
 			for i, b := range blocks {
@@ -319,6 +366,7 @@ func (a *anthropicClient) Stream(ctx context.Context, req Request, onDelta func(
 		}
 		sse := newSSE(resp.Body, int(a.t.cfg.MaxReplyBytes)+64<<10, a.t.rawLimit())
 		for !done {
+			deltas.before(sse)
 			ev, err := sse.next()
 			if err != nil {
 				return finish(), started, a.t.streamError(err, events > 0, done)
@@ -364,9 +412,7 @@ func (a *anthropicClient) Stream(ctx context.Context, req Request, onDelta func(
 					if d.Text != "" {
 						started = true
 						text.WriteString(d.Text)
-						if onDelta != nil {
-							onDelta(d.Text)
-						}
+						deltas.add(d.Text)
 					}
 				case "thinking_delta":
 					thinking.WriteString(d.Thinking)

@@ -116,9 +116,10 @@ type Response struct {
 type Client interface {
 	// Complete sends req and waits for the whole reply.
 	Complete(ctx context.Context, req Request) (Response, error)
-	// Stream sends req and calls onDelta with each piece of reply text as it
-	// arrives. If the stream is cut, it returns what arrived so far with an
-	// error wrapping ErrStreamCut.
+	// Stream sends req and calls onDelta with the reply text as it
+	// arrives: once for the pieces that arrived together, before waiting
+	// for more. If the stream is cut, it returns what arrived so far with
+	// an error wrapping ErrStreamCut.
 	Stream(ctx context.Context, req Request, onDelta func(string)) (Response, error)
 }
 

@@ -129,7 +129,9 @@ func TestOpenAIStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"Hello", " there,", " friend."}; !reflect.DeepEqual(deltas, want) {
+	// The fake writes the stream at once: its deltas arrive together and
+	// come in one call (TestStreamDeltasNotHeldBack paces them).
+	if want := []string{"Hello there, friend."}; !reflect.DeepEqual(deltas, want) {
 		t.Errorf("deltas = %q, want %q", deltas, want)
 	}
 	if res.Content != "Hello there, friend." || res.FinishReason != "stop" {
@@ -341,7 +343,7 @@ func TestAnthropicStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(deltas, []string{"Hello", " there."}) || res.Content != "Hello there." || res.FinishReason != "end_turn" {
+	if !reflect.DeepEqual(deltas, []string{"Hello there."}) || res.Content != "Hello there." || res.FinishReason != "end_turn" {
 		t.Errorf("deltas %q res %+v", deltas, res)
 	}
 	if want := s.Requests()[0].Usage; res.Usage != want {

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +14,10 @@ import (
 
 // openaiClient speaks Chat Completions over net/http: JSON for Complete,
 // server-sent events for Stream.
-type openaiClient struct{ t *transport }
+type openaiClient struct {
+	t   *transport
+	sys systemCache
+}
 
 type openaiRequest struct {
 	Model          string                   `json:"model"`
@@ -65,7 +69,43 @@ type openaiNamedChoice struct {
 	} `json:"function"`
 }
 
+// body is the request body: the system message's encoding kept (see
+// systemCache), put first in the messages of the rest, encoded now.
 func (o *openaiClient) body(req Request, stream bool) ([]byte, error) {
+	if req.System == "" {
+		return o.bodyPlain(req, stream)
+	}
+	sys, err := o.sys.get(req.System, 0, func() ([]byte, error) {
+		wire, err := messages.OpenAIWith([]messages.Message{{Role: messages.RoleSystem, Content: messages.TextContent(req.System)}}, messages.OpenAIOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("llm: request: %w", err)
+		}
+		return json.Marshal(wire[0])
+	})
+	if err != nil {
+		return nil, err
+	}
+	rest := req
+	rest.System = ""
+	data, err := o.bodyPlain(rest, stream)
+	if err != nil {
+		return nil, err
+	}
+	i := keyAfter(data, "messages")
+	switch {
+	case i < 0:
+		return nil, fmt.Errorf("llm: request: no messages in the body")
+	case bytes.HasPrefix(data[i:], []byte("null")): // no other message
+		return slices.Concat(data[:i], []byte{'['}, sys, []byte{']'}, data[i+len("null"):]), nil
+	case bytes.HasPrefix(data[i:], []byte("[]")):
+		return insertAt(data, i+1, sys), nil
+	}
+	return insertAt(data, i+1, sys, []byte{','}), nil
+}
+
+// bodyPlain is the request body encoded in one pass, the system prompt
+// with the rest.
+func (o *openaiClient) bodyPlain(req Request, stream bool) ([]byte, error) {
 	msgs := req.Messages
 	if req.System != "" {
 		msgs = append([]messages.Message{{Role: messages.RoleSystem, Content: messages.TextContent(req.System)}}, msgs...)
@@ -249,7 +289,9 @@ func (o *openaiClient) Stream(ctx context.Context, req Request, onDelta func(str
 			calls     = map[int]*messages.ToolCall{}
 			budget    = replyCap{left: o.t.cfg.MaxReplyBytes}
 		)
+		deltas := &deltaBatch{on: onDelta}
 		finish := func() Response {
+			deltas.flush()
 			out.Content, out.Reasoning = text.String(), reasoning.String()
 			idx := make([]int, 0, len(calls))
 			for i := range calls {
@@ -264,6 +306,7 @@ func (o *openaiClient) Stream(ctx context.Context, req Request, onDelta func(str
 		}
 		sse := newSSE(resp.Body, int(o.t.cfg.MaxReplyBytes)+64<<10, o.t.rawLimit())
 		for {
+			deltas.before(sse)
 			ev, err := sse.next()
 			if err != nil {
 				return finish(), started, o.t.streamError(err, events > 0, done)
@@ -294,9 +337,7 @@ func (o *openaiClient) Stream(ctx context.Context, req Request, onDelta func(str
 				if d.Content != "" {
 					started = true
 					text.WriteString(d.Content)
-					if onDelta != nil {
-						onDelta(d.Content)
-					}
+					deltas.add(d.Content)
 				}
 				for _, dc := range d.ToolCalls {
 					tc := calls[dc.Index]

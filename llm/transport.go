@@ -179,6 +179,50 @@ func newSSE(r io.Reader, maxEvent int, total int64) *sseReader {
 
 var errEventTooLarge = errors.New("event too large")
 
+// eventReady reports whether a whole event is already read in, so that
+// next will not wait on the network for it.
+func (s *sseReader) eventReady() bool {
+	buf, _ := s.br.Peek(s.br.Buffered())
+	return bytes.Contains(buf, []byte("\n\n")) || bytes.Contains(buf, []byte("\r\n\r\n"))
+}
+
+// deltaBatch passes a stream's text on to its caller's onDelta: the
+// deltas of the events that arrived together in one call, the moment the
+// stream would wait for more. A caller that writes and flushes per call
+// (a gateway re-encoding the stream) then makes one write for them, as its
+// Chat Completions relay does, and no text waits for the next arrival.
+type deltaBatch struct {
+	on      func(string)
+	pending []string
+}
+
+func (d *deltaBatch) add(s string) {
+	if d.on != nil {
+		d.pending = append(d.pending, s)
+	}
+}
+
+// flush calls onDelta with what is pending.
+func (d *deltaBatch) flush() {
+	switch len(d.pending) {
+	case 0:
+		return
+	case 1:
+		d.on(d.pending[0])
+	default:
+		d.on(strings.Join(d.pending, ""))
+	}
+	d.pending = d.pending[:0]
+}
+
+// before is called before each read of the next event: what is pending
+// goes out unless the next event is already in.
+func (d *deltaBatch) before(s *sseReader) {
+	if len(d.pending) > 0 && !s.eventReady() {
+		d.flush()
+	}
+}
+
 // next returns the next event with data; io.EOF at the stream's clean end.
 func (s *sseReader) next() (sseEvent, error) {
 	var ev sseEvent

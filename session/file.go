@@ -354,7 +354,32 @@ func hasTurnTail(f *os.File, size int64, id string) (bool, error) {
 	}
 	want, _ := json.Marshal(id)
 	marker := append([]byte(`"`+TurnKey+`":`), want...)
-	return bytes.Contains(tail, marker), nil
+	return containsByEnd(tail, marker), nil
+}
+
+// containsByEnd is bytes.Contains(s, sub) for a long sub that starts with
+// a byte common in s (a quote, in JSON): bytes.Index then gives up its
+// vector search for a rolling hash over all of s, some 100 µs for 64 KiB.
+// It searches for sub's last 32 bytes instead (the end of an id, rare) and
+// checks the rest before each match.
+func containsByEnd(s, sub []byte) bool {
+	const k = 32
+	if len(sub) <= k {
+		return bytes.Contains(s, sub)
+	}
+	head, end := sub[:len(sub)-k], sub[len(sub)-k:]
+	for off := len(head); off <= len(s)-k; {
+		i := bytes.Index(s[off:], end)
+		if i < 0 {
+			return false
+		}
+		at := off + i
+		if bytes.Equal(s[at-len(head):at], head) {
+			return true
+		}
+		off = at + 1
+	}
+	return false
 }
 
 func lastByte(f *os.File, size int64) (byte, error) {
