@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loomctx/loom/gateway/protocol"
 	"github.com/loomctx/loom/internal/alloctest"
 )
 
@@ -35,7 +36,8 @@ func chatBody(n, size int) []byte {
 	return messagesBody(`"model":"m","stream":true`, "messages", n, size)
 }
 
-// Decoding a gateway request allocates at most 4 times its body, for a body of a million tiny messages (refused past
+// Decoding a gateway request allocates at most 4 times its body, on each
+// wire, for a body of a million tiny messages (refused past
 // maxRequestMessages before they are decoded; Chat Completions took 36
 // times the body) as for long histories and one long message. Bodies under
 // 1 MiB are not held to it: their decoders' fixed costs dominate.
@@ -47,6 +49,12 @@ func TestDecodePeakMemory(t *testing.T) {
 		decode func(body []byte) error
 	}{
 		{"chat completions", chatBody, func(body []byte) error { _, err := decode(r, body); return err }},
+		{"responses", func(n, size int) []byte { return messagesBody(`"model":"m","stream":true`, "input", n, size) },
+			func(body []byte) error { _, err := protocol.DecodeResponses(body, nil); return err }},
+		{"messages", func(n, size int) []byte {
+			return messagesBody(`"model":"m","stream":true,"max_tokens":100`, "messages", n, size)
+		},
+			func(body []byte) error { _, _, err := anthropicTurn(r, body, false); return err }},
 	}
 	for _, w := range wires {
 		for _, c := range []struct {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/loomctx/loom/gateway/protocol"
 	"github.com/loomctx/loom/internal/redact"
 	"github.com/loomctx/loom/llm"
 )
@@ -95,13 +96,14 @@ func cutNote(limit int) string {
 	return "reply longer than " + strconv.Itoa(limit) + " bytes (llm.max_reply_bytes): saved up to there"
 }
 
-// maxRequestMessages bounds the messages of one request. A decoded message
-// takes some 160 bytes before its text, several times what a tiny one
-// takes in the body, so without a bound a body of a million tiny messages
-// held some 36 times its size while decoding; with it, decoding holds at
-// most about 4 times the body (TestDecodePeakMemory). An agent's history
-// is compacted long before this.
-const maxRequestMessages = 10_000
+// maxRequestMessages bounds the messages of one request, on every wire
+// (protocol.MaxMessages). A decoded message takes some 160 bytes before
+// its text, several times what a tiny one takes in the body, so without a
+// bound a body of a million tiny messages held some 36 times its size
+// while decoding; with it, decoding holds at most about 4 times the body
+// (TestDecodePeakMemory). An agent's history is compacted long before
+// this.
+const maxRequestMessages = protocol.MaxMessages
 
 func tooManyMessages() error {
 	return ferr("messages", "more than %d messages in one request; compact the history", maxRequestMessages)

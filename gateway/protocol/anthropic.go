@@ -3,8 +3,10 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/loomctx/loom/internal/jsonscan"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/messages"
 )
@@ -162,22 +164,34 @@ func systemBlocks(raw json.RawMessage) (string, error) {
 }
 
 func (t *Turn) anthropicMessages(raw json.RawMessage) error {
-	var msgs []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
+	// raw is a slice of a body object checked, so jsonscan may split it:
+	// no copy of the list, and a list too long is refused unread.
+	list, more, ok := jsonscan.ArrayAtMost(raw, MaxMessages)
+	if !ok || len(list) == 0 {
 		return ferr("messages", "must be a non-empty list of messages")
 	}
-	if len(msgs) > MaxItems {
-		return ferr("messages", "more than %d messages", MaxItems)
+	if more {
+		return ferr("messages", "more than %d messages", MaxMessages)
 	}
+	msgs := make([]struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"-"` // jsonscan.Lookup's slice of the body, not a copy
+	}, len(list))
+	for i, m := range list {
+		if err := json.Unmarshal(m, &msgs[i]); err != nil {
+			return ferr("messages", "must be a non-empty list of messages")
+		}
+		msgs[i].Content, _ = jsonscan.Lookup(m, "content")
+	}
+	t.Messages = slices.Grow(t.Messages, len(msgs))
+	var one [1]anthropicBlock // a text turn's block; the readers below keep no block
 	for i, m := range msgs {
 		param := fmt.Sprintf("messages[%d]", i)
 		var blocks []anthropicBlock
 		var text string
 		if json.Unmarshal(m.Content, &text) == nil {
-			blocks = []anthropicBlock{{Type: "text", Text: &text}}
+			one[0] = anthropicBlock{Type: "text", Text: &text}
+			blocks = one[:]
 		} else if err := json.Unmarshal(m.Content, &blocks); err != nil {
 			return ferr(param+".content", "must be a string or a list of content blocks")
 		}

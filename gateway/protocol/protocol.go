@@ -20,6 +20,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/loomctx/loom/internal/jsonscan"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/messages"
 )
@@ -71,14 +72,31 @@ func ferr(param, format string, args ...any) *FieldError {
 	return &FieldError{Param: param, Msg: fmt.Sprintf(format, args...)}
 }
 
-// MaxItems bounds the items (messages, blocks, tools) of one request.
+// MaxItems bounds the items (blocks, tools) of one request.
 const MaxItems = 100_000
 
-// object reads body as a JSON object, each field kept raw.
+// MaxMessages bounds the messages (Responses input items) of one request,
+// as the gateway bounds a Chat Completions request's: a decoded message
+// takes some 200 bytes before its text, several times what a tiny one
+// takes in the body, and past this the list is refused before any is
+// decoded.
+const MaxMessages = 10_000
+
+// object reads body as a JSON object, each field kept raw: a slice of
+// body, not a copy (encoding/json's map of raw values copied the whole
+// body once more).
 func object(body []byte) (map[string]json.RawMessage, error) {
-	var f map[string]json.RawMessage
-	if err := json.Unmarshal(body, &f); err != nil || f == nil {
+	var members []jsonscan.Member
+	ok := json.Valid(body)
+	if ok {
+		members, ok = jsonscan.Object(body)
+	}
+	if !ok {
 		return nil, ferr("", "the request body must be a JSON object")
+	}
+	f := make(map[string]json.RawMessage, len(members))
+	for _, m := range members {
+		f[m.Key] = m.Value // a repeated key: the last, as encoding/json does
 	}
 	return f, nil
 }

@@ -3,7 +3,9 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
+	"github.com/loomctx/loom/internal/jsonscan"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/messages"
 )
@@ -112,7 +114,7 @@ type responsesItem struct {
 	Type      string          `json:"type"`
 	ID        string          `json:"id"`
 	Role      string          `json:"role"`
-	Content   json.RawMessage `json:"content"`
+	Content   json.RawMessage `json:"-"` // jsonscan.Lookup's slice of the body, not a copy
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
@@ -139,19 +141,23 @@ func (t *Turn) responsesInput(raw json.RawMessage, resolve Resolver) error {
 		t.Messages = append(t.Messages, messages.Message{Role: messages.RoleUser, Content: messages.TextContent(text)})
 		return nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+	// raw is a slice of a body object checked, so jsonscan may split it:
+	// no copy of the list, and a list too long is refused unread.
+	items, more, ok := jsonscan.ArrayAtMost(raw, MaxMessages)
+	if !ok {
 		return ferr("input", "must be a string or a list of input items")
 	}
-	if len(items) > MaxItems {
-		return ferr("input", "more than %d items", MaxItems)
+	if more {
+		return ferr("input", "more than %d items", MaxMessages)
 	}
+	t.Messages = slices.Grow(t.Messages, len(items))
 	for i, rawItem := range items {
 		param := fmt.Sprintf("input[%d]", i)
 		var it responsesItem
 		if err := json.Unmarshal(rawItem, &it); err != nil {
 			return ferr(param, "must be an input item object")
 		}
+		it.Content, _ = jsonscan.Lookup(rawItem, "content")
 		if it.Type == "" && it.Role != "" {
 			it.Type = "message"
 		}

@@ -9,6 +9,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -63,30 +64,85 @@ func Object(b []byte) (members []Member, ok bool) {
 	}
 }
 
-// Array splits b, valid JSON, into its elements in order. ok is false when
-// b is not an array.
-func Array(b []byte) (elems [][]byte, ok bool) {
+// Lookup returns the value of object b's member that encoding/json would
+// decode into a field named name (lower-case ASCII letters): the last
+// whose key is name, ignoring case. found is false when there is none,
+// or when b, valid JSON, is not an object. The value is a slice of b,
+// where a json.RawMessage field would copy it.
+func Lookup(b []byte, name string) (value []byte, found bool) {
 	p := Cursor{b: b}
 	p.WS()
-	if !p.Eat('[') {
+	if !p.Eat('{') {
 		return nil, false
-	}
-	p.WS()
-	if p.Eat(']') {
-		return [][]byte{}, true
 	}
 	for {
 		p.WS()
+		ks := p.i
+		if !p.Skip() {
+			return value, found
+		}
+		rawKey := b[ks:p.i]
+		match := false
+		if bytes.IndexByte(rawKey, '\\') < 0 {
+			match = len(rawKey) == len(name)+2 && strings.EqualFold(string(rawKey[1:len(rawKey)-1]), name)
+		} else {
+			var key string
+			match = json.Unmarshal(rawKey, &key) == nil && strings.EqualFold(key, name)
+		}
+		p.WS()
+		if !p.Eat(':') {
+			return value, found
+		}
+		p.WS()
+		vs := p.i
+		if !p.Skip() {
+			return value, found
+		}
+		if match {
+			value, found = b[vs:p.i:p.i], true
+		}
+		p.WS()
+		if !p.Eat(',') {
+			return value, found
+		}
+	}
+}
+
+// Array splits b, valid JSON, into its elements in order. ok is false when
+// b is not an array.
+func Array(b []byte) (elems [][]byte, ok bool) {
+	elems, _, ok = ArrayAtMost(b, -1)
+	return elems, ok
+}
+
+// ArrayAtMost is Array for a list its reader bounds: past max elements
+// (max < 0: no bound) it stops and reports more, so a list of a million
+// tiny elements costs nothing to refuse.
+func ArrayAtMost(b []byte, max int) (elems [][]byte, more, ok bool) {
+	p := Cursor{b: b}
+	p.WS()
+	if !p.Eat('[') {
+		return nil, false, false
+	}
+	p.WS()
+	if p.Eat(']') {
+		return [][]byte{}, false, true
+	}
+	for {
+		if len(elems) == max {
+			return elems, true, true
+		}
+		p.WS()
 		s := p.i
 		if !p.Skip() {
-			return nil, false
+			return nil, false, false
 		}
 		elems = append(elems, b[s:p.i:p.i])
 		p.WS()
 		if p.Eat(',') {
 			continue
 		}
-		return elems, p.Eat(']')
+		return elems, false, p.Eat(']')
 	}
 }
 

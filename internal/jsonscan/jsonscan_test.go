@@ -128,3 +128,50 @@ func emptied(v any) any {
 	}
 	return v
 }
+
+func TestArrayAtMost(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		max, n   int
+		more, ok bool
+	}{
+		{`[1,2,3]`, 3, 3, false, true},
+		{`[1,2,3]`, 2, 2, true, true},
+		{`[1,2,3]`, 0, 0, true, true},
+		{`[]`, 0, 0, false, true},
+		{`[1,2,3]`, -1, 3, false, true},
+		{`{"a":1}`, 5, 0, false, false},
+	} {
+		elems, more, ok := jsonscan.ArrayAtMost([]byte(c.in), c.max)
+		if len(elems) != c.n || more != c.more || ok != c.ok {
+			t.Errorf("ArrayAtMost(%s, %d) = %d elements, more %v, ok %v; want %d, %v, %v", c.in, c.max, len(elems), more, ok, c.n, c.more, c.ok)
+		}
+	}
+}
+
+// FuzzLookup: on valid JSON, Lookup finds what encoding/json decodes into
+// a json.RawMessage field.
+func FuzzLookup(f *testing.F) {
+	for _, s := range []string{`{"content":"a","role":"user"}`, `{"Content":[1],"content":{"x":"}"}}`, `{"cont\u0065nt" : 5 }`, `{"CONTENT":null}`, `[]`, `{}`, `"content"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return
+		}
+		var want struct {
+			Content json.RawMessage `json:"content"`
+		}
+		isObj := json.Unmarshal(b, &want) == nil && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{"))
+		got, found := jsonscan.Lookup(b, "content")
+		if !isObj {
+			if found {
+				t.Fatalf("Lookup(%q) found %q in what is not an object", b, got)
+			}
+			return
+		}
+		if string(got) != string(want.Content) || found != (want.Content != nil) {
+			t.Fatalf("Lookup(%q) = %q, %v; encoding/json: %q", b, got, found, want.Content)
+		}
+	})
+}
