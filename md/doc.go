@@ -51,8 +51,10 @@
 //
 // With a budget, [Renderer.Render] runs these steps:
 //
-//   - plan: list the scopes in document order and the prioritised ones in
-//     drop order; a plan marks which are dropped for the next pass.
+//   - plan: list the scopes in document order (found through [Children],
+//     the one function that knows what each kind of node holds) and the
+//     prioritised ones in drop order; a plan marks which are dropped for
+//     the next pass.
 //   - size: the first pass drops nothing and gives every scope's cost. (A
 //     sizing pass writes large cached scopes as short stand-ins, as only
 //     the count is wanted.)

@@ -158,95 +158,44 @@ func newPlan(n Node, c *Cache) *plan {
 // kept in the cache.
 const subplanMin = 64
 
+// walk adds the scopes in n, in the order the renderer meets them
+// (see [Children]), with parent as the index of the scope around n.
 func (p *plan) walk(n Node, parent int) {
-	switch n := n.(type) {
-	case nil:
-	case Group:
-		for _, c := range n {
+	s, ok := n.(*Scope)
+	if !ok {
+		for c := range Children(n) {
 			p.walk(c, parent)
 		}
-	case *Scope:
-		if n == nil {
+		return
+	}
+	if s == nil {
+		return
+	}
+	idx := len(p.scopes)
+	if p.cache != nil {
+		if sub := p.cache.subplan(s); sub != nil {
+			p.scopes = append(p.scopes, sub...)
+			p.scopes[idx].parent = parent
+			for j := idx + 1; j < len(p.scopes); j++ {
+				p.scopes[j].parent += idx
+			}
 			return
 		}
-		idx := len(p.scopes)
-		if p.cache != nil {
-			if sub := p.cache.subplan(n); sub != nil {
-				p.scopes = append(p.scopes, sub...)
-				p.scopes[idx].parent = parent
-				for j := idx + 1; j < len(p.scopes); j++ {
-					p.scopes[j].parent += idx
-				}
-				return
-			}
-		}
-		p.scopes = append(p.scopes, scopeInfo{s: n, parent: parent, priority: n.Priority, prioritized: n.Prioritized, instead: n.Instead != nil, notice: n.Notice != nil})
-		for _, c := range n.Children {
-			p.walk(c, idx)
-		}
-		size := len(p.scopes) - idx - 1
-		p.scopes[idx].size = size
-		if p.cache != nil && size >= subplanMin {
-			// Kept with parents counted from the scope, which has none.
-			sub := slices.Clone(p.scopes[idx:])
-			sub[0].parent = -1
-			for j := 1; j < len(sub); j++ {
-				sub[j].parent -= idx
-			}
-			p.cache.putSubplan(n, sub)
-		}
-	case *Block:
-		if n != nil {
-			p.walkAll(n.Children, parent)
-		}
-	case *Heading:
-		if n != nil {
-			p.walkAll(n.Children, parent)
-		}
-	case *Wrap:
-		if n != nil {
-			p.walkAll(n.Children, parent)
-		}
-	case *LinkNode:
-		if n != nil {
-			p.walk(n.Text, parent)
-		}
-	case *List:
-		if n != nil {
-			p.walkAll(n.Items, parent)
-		}
-	case *TitledList:
-		if n != nil {
-			p.walk(n.Title, parent)
-			items, _ := n.shown()
-			p.walkAll(items, parent)
-		}
-	case *XMLElement:
-		if n != nil {
-			p.walkAll(n.Children, parent)
-		}
-	case *QuoteBlock:
-		if n != nil {
-			p.walkAll(n.Children, parent)
-		}
-	case *Table:
-		if n != nil {
-			p.walkAll(n.Header, parent)
-			for _, row := range n.Rows {
-				p.walkAll(row, parent)
-			}
-		}
-	case *Section:
-		if n != nil {
-			p.walk(n.Heading, parent)
-			p.walkAll(n.Body, parent)
-		}
 	}
-}
-
-func (p *plan) walkAll(ns []Node, parent int) {
-	for _, c := range ns {
-		p.walk(c, parent)
+	p.scopes = append(p.scopes, scopeInfo{s: s, parent: parent, priority: s.Priority, prioritized: s.Prioritized, instead: s.Instead != nil, notice: s.Notice != nil})
+	for _, c := range s.Children {
+		p.walk(c, idx)
+	}
+	size := len(p.scopes) - idx - 1
+	p.scopes[idx].size = size
+	if p.cache != nil && size >= subplanMin {
+		// Kept with parents counted from the scope, which has none.
+		sub := slices.Clone(p.scopes[idx:])
+		sub[0].parent = -1
+		for j := 1; j < len(sub); j++ {
+			sub[j].parent -= idx
+		}
+		p.cache.putSubplan(s, sub)
 	}
 }
 
