@@ -206,10 +206,35 @@ func TestMigrateIndexesExisting(t *testing.T) {
 	}
 }
 
-// The search that ranks a cut of the index first gives what the plain
-// search over every match gives, with many users and inactive memories
-// crowding the cut.
-func TestSearchCutMatchesFull(t *testing.T) {
+// searchPlain is the reference for the search's fast path: every match
+// ranked and joined, filtered and ordered by SQL, ties by recency in SQL.
+func searchPlain(t *testing.T, s *SQLite, match string, from int64, user string, limit int) []Hit {
+	t.Helper()
+	rows, err := s.db.Query(`WITH ranked AS MATERIALIZED (
+		SELECT rowid, rank FROM memories_fts WHERE memories_fts MATCH ?1 AND rowid >= ?2)
+	SELECT m.seq, m.id, -ranked.rank FROM ranked JOIN memories m ON m.seq = ranked.rowid
+	WHERE m.superseded_by = '' AND m.forgotten = 0 AND m.user IN ('', ?3)
+	ORDER BY ranked.rank, m.created_s DESC, m.created_ns DESC, m.seq DESC LIMIT ?4`, match, from, user, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []Hit
+	for rows.Next() {
+		var h Hit
+		if err := rows.Scan(&h.seq, &h.ID, &h.Score); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// The search's fast path (rows read best first, stopped at the limit once
+// the score drops, ties ordered in Go) gives what the plain query gives,
+// with many users, inactive memories, many ties, and the bound on rows
+// for a common term.
+func TestSearchMatchesPlain(t *testing.T) {
 	s := openSearchStore(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	words := strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda")
@@ -219,33 +244,89 @@ func TestSearchCutMatchesFull(t *testing.T) {
 		for range 3 + rng.IntN(8) {
 			b.WriteString(words[rng.IntN(len(words))] + " ")
 		}
+		if i%500 == 0 {
+			b.WriteString("omicron")
+		}
 		ms = append(ms, Memory{ID: fmt.Sprintf("r%d", i), Category: "personal_fact", Content: b.String(),
-			User: []string{"", "u1", "u2", "u3", "u4"}[rng.IntN(5)], CreatedAt: time.Unix(int64(i), 0), Forgotten: rng.IntN(7) == 0})
+			User: []string{"", "u1", "u2", "u3", "u4"}[rng.IntN(5)], CreatedAt: time.Unix(int64(rng.IntN(50)), 0), Forgotten: rng.IntN(7) == 0})
 	}
 	if err := s.Import(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"alpha", "beta gamma", "iota kappa lambda zeta", "theta"} {
+	st, err := s.searchStatements(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, q := range []string{"alpha", "beta gamma", "iota kappa lambda zeta", "theta omicron", "omicron"} {
+		terms, from, err := st.selective(ctx, Terms(q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q == "alpha" && (from == 0 || len(terms) != 1) {
+			t.Errorf("alpha is in more than %d memories: want one term from a row > 0, got %q from %d", maxRankedRows, terms, from)
+		}
+		if q == "theta omicron" && !slices.Equal(terms, []string{"omicron"}) {
+			t.Errorf("theta omicron: ranked %q, want the rare term alone", terms)
+		}
 		for _, user := range []string{"", "u2"} {
 			for _, limit := range []int{1, 10, 300} {
-				match := ftsQuery(Terms(q))
-				cut, err := s.search(ctx, match, user, max(200, 8*limit), limit)
+				hits, err := s.Search(ctx, SearchQuery{Text: q, User: user, Limit: limit})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(cut) < limit {
-					continue // Search runs the full one then
+				want := searchPlain(t, s, ftsQuery(terms), from, user, limit)
+				if len(hits) != len(want) {
+					t.Fatalf("%q user %q limit %d: %d hits, plain %d", q, user, limit, len(hits), len(want))
 				}
-				full, err := s.search(ctx, match, user, -1, limit)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i := range full {
-					if full[i].Score != cut[i].Score {
-						t.Fatalf("%q user %q limit %d: hit %d scores %v (cut) vs %v (full)", q, user, limit, i, cut[i].Score, full[i].Score)
+				for i := range want {
+					if hits[i].ID != want[i].ID || hits[i].Score != want[i].Score {
+						t.Fatalf("%q user %q limit %d: hit %d is %s %v, plain %s %v", q, user, limit, i, hits[i].ID, hits[i].Score, want[i].ID, want[i].Score)
 					}
+					checked++
 				}
 			}
 		}
+	}
+	if checked < 1000 {
+		t.Errorf("only %d hits compared", checked)
+	}
+}
+
+// A bulk import leaves the full-text index in one segment (each segment
+// costs every search a lookup per term); a small import into a large
+// store does not rewrite the index.
+func TestImportOptimizesIndex(t *testing.T) {
+	s := openSearchStore(t)
+	segments := func() int {
+		t.Helper()
+		var n int
+		if err := s.db.QueryRow(`SELECT count(DISTINCT segid) FROM memories_fts_idx`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	z := newZipfText(5)
+	if err := s.Import(ctx, z.memories(10000, "ana")); err != nil {
+		t.Fatal(err)
+	}
+	if n := segments(); n != 1 {
+		t.Errorf("after a bulk import: %d segments, want 1", n)
+	}
+	small := z.memories(50, "ana")
+	for i := range small {
+		small[i].ID = fmt.Sprintf("small%d", i)
+	}
+	if err := s.Import(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	if n := segments(); n != 2 {
+		t.Errorf("after a small import: %d segments, want 2 (not merged)", n)
+	}
+	if _, err := s.db.Exec(`INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')`); err != nil {
+		t.Errorf("index integrity: %v", err)
+	}
+	if got := searchIDs(t, s, SearchQuery{Text: small[3].Content, User: "ana", Limit: 1}); !slices.Equal(got, []string{"small3"}) {
+		t.Errorf("a small import's memory by its own text: %v", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,6 +110,14 @@ type SQLite struct {
 
 	// listSaved is set once this handle saved a listing (listcache.go).
 	listSaved atomic.Bool
+
+	// Search reads through connections of its own (searchDSN), made on
+	// first use, with its prepared statements (searchSt); see
+	// searchStatements.
+	searchDSN string
+	searchMu  sync.Mutex
+	searchDB  *sql.DB
+	searchSt  *searchStmts
 }
 
 var _ Store = (*SQLite)(nil)
@@ -181,7 +190,8 @@ func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
 	if err != nil {
 		return nil, &DBError{Path: path, Err: err}
 	}
-	s := &SQLite{db: db, path: path, abs: abs, now: time.Now, cats: DefaultCategories, newID: NewID, busyWait: DefaultBusyWait}
+	q.Add("_pragma", "mmap_size("+strconv.Itoa(searchMmap)+")")
+	s := &SQLite{db: db, searchDSN: "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() + "?" + q.Encode(), path: path, abs: abs, now: time.Now, cats: DefaultCategories, newID: NewID, busyWait: DefaultBusyWait}
 	for _, o := range opts {
 		o(s)
 	}
@@ -196,7 +206,19 @@ func OpenSQLite(path string, opts ...Option) (*SQLite, error) {
 func (s *SQLite) Path() string { return s.path }
 
 // Close closes the database.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error {
+	s.searchMu.Lock()
+	if s.searchSt != nil {
+		s.searchSt.close()
+		s.searchSt = nil
+	}
+	if s.searchDB != nil {
+		s.searchDB.Close()
+		s.searchDB = nil
+	}
+	s.searchMu.Unlock()
+	return s.db.Close()
+}
 
 // dbErr wraps a database failure with the file's name and plain words for
 // the two ways a file can be unusable.

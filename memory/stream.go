@@ -126,6 +126,9 @@ func (s *SQLite) ImportFrom(ctx context.Context, next ImportSource) (int, error)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO memories_fts (rowid, content, category) SELECT seq, content, category FROM memories WHERE seq > ?`, lastSeq); err != nil {
 			return err
 		}
+		if err := optimizeAfterImport(ctx, tx, n, lastSeq); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, insertTrigger+`; `+ftsInsertTrigger); err != nil {
 			return err
 		}
