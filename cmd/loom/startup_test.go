@@ -102,13 +102,15 @@ func TestMain(m *testing.M) {
 // Messages front ends (gateway/protocol, 72 KB of code), full-text memory
 // search, context-window fitting (fit), nao project reading and a
 // doubled openapi.json (154 KB embedded) took a plain build from 39.3 to
-// 40.2 MB with no new module.
+// 40.2 MB with no new module. Lowered to 40.5 MB the same day:
+// openapi.json embedded gzip-compressed (154 KB, 11 KB compressed) took
+// the build from 40.22 to 40.08 MB.
 func TestBinaryWeight(t *testing.T) {
 	fi, err := os.Stat(plainBuild(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const limit = 41_000_000
+	const limit = 40_500_000
 	if fi.Size() > limit {
 		t.Errorf("loom's binary is %.1f MB, over the %.0f MB limit (issue 11 §8 set 40 MB): price what was added with DEPS=1 bench/cold/run.sh", float64(fi.Size())/1e6, float64(limit)/1e6)
 	}
