@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,11 +20,16 @@ import (
 
 // BenchmarkRecallTurn is a warm turn at 10,000 memories, watched: the
 // render (reused) and the message build, with memory.retrieval: relevant
-// and its recall ("recall"), beside the same turn without recall
-// ("plain"), alternated in one run so load hits both alike.
+// and its recall ("recall"), beside the same turn of a workspace with the
+// same memories and retrieval: priority ("priority") and the relevant
+// workspace's turn without its recall ("plain"), in one run. Each reports
+// its median as p50-ns/op.
 func BenchmarkRecallTurn(b *testing.B) {
-	dir := b.TempDir()
+	dir, prioDir := b.TempDir(), b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "loom.yaml"), []byte("memory:\n  retrieval: relevant\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(prioDir, "loom.yaml"), []byte("memory:\n  retrieval: priority\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	s, err := memory.Open(dir)
@@ -54,16 +60,30 @@ func BenchmarkRecallTurn(b *testing.B) {
 		b.Fatal(err)
 	}
 	s.Close()
-	ws, err := workspace.Open(dir)
+	db, err := os.ReadFile(memory.DBPath(dir))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ws.Close()
-	if err := ws.Watch(); err != nil {
+	if err := os.MkdirAll(filepath.Dir(memory.DBPath(prioDir)), 0o700); err != nil {
 		b.Fatal(err)
 	}
-	bl := prompt.New(ws)
-	defer bl.Close()
+	if err := os.WriteFile(memory.DBPath(prioDir), db, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	builder := func(dir string) *prompt.Builder {
+		ws, err := workspace.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { ws.Close() })
+		if err := ws.Watch(); err != nil {
+			b.Fatal(err)
+		}
+		bl := prompt.New(ws)
+		b.Cleanup(func() { bl.Close() })
+		return bl
+	}
+	bl, prio := builder(dir), builder(prioDir)
 	counter, err := tokens.Get(tokens.O200kBase)
 	if err != nil {
 		b.Fatal(err)
@@ -72,7 +92,7 @@ func BenchmarkRecallTurn(b *testing.B) {
 	opts := prompt.Options{User: "ana", GOOS: "linux", GOARCH: "amd64"}
 	msgs := []string{"Where does my sister live, and which city is her office in?", "Remind me about the dentist and the piano lessons.", "What was the marathon budget?"}
 	history := []messages.Message{{Role: messages.RoleUser, Content: messages.TextContent("How was the weekend?")}, {Role: messages.RoleAssistant, Content: messages.TextContent("Quiet, thanks.")}}
-	turn := func(i int, recall bool) {
+	turn := func(i int, bl *prompt.Builder, recall bool) {
 		res, err := bl.Render(ctx, opts)
 		if err != nil {
 			b.Fatal(err)
@@ -88,18 +108,29 @@ func BenchmarkRecallTurn(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	turn(0, true)
-	for _, recall := range []bool{false, true} {
-		name := "plain"
-		if recall {
-			name = "recall"
+	turn(0, bl, true)
+	turn(0, prio, false)
+	for _, bl := range []*prompt.Builder{bl, prio} {
+		if res, err := bl.Render(ctx, opts); err != nil || !strings.Contains(res.Prompt, "Ana mentioned") {
+			b.Fatalf("no memory in the system prompt (%v)", err)
 		}
-		b.Run(name, func(b *testing.B) {
+	}
+	for _, v := range []struct {
+		name   string
+		bl     *prompt.Builder
+		recall bool
+	}{{"priority", prio, false}, {"plain", bl, false}, {"recall", bl, true}} {
+		b.Run(v.name, func(b *testing.B) {
 			i := 0
+			var times []time.Duration
 			for b.Loop() {
-				turn(i, recall)
+				t0 := time.Now()
+				turn(i, v.bl, v.recall)
+				times = append(times, time.Since(t0))
 				i++
 			}
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns/op")
 		})
 	}
 }
