@@ -140,23 +140,57 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 type Builder struct {
 	ws *workspace.Workspace
 
-	mu      sync.Mutex
-	skills  *skills.Loader
+	mu     sync.Mutex
+	skills *skills.Loader
+	// src is the memory source (SetMemorySource); see memsource.go.
+	src MemorySource
+
+	// What a render keeps for the next, one type per kind of thing kept,
+	// each saying what it is keyed by and what invalidates it. They are
+	// embedded: the package uses their fields by name.
+	memoryCache
+	partCache
+	resultCache
+}
+
+// memoryCache is the open memory store and what was last read from it.
+//
+// Keys: the store by its database path (storeID); the listing (memList,
+// and memFile from a source that keeps memory files) by memFP, the
+// database's and its WAL's size and time with the memories' stamp and
+// the user (from a MemorySource: its version and the user); the selection
+// by memSelKey, memFP with every setting the selection depends on.
+// Invalidated: a key that differs (a write shows in the files' size and
+// time), and Invalidate or SetMemorySource, which clear the listing and
+// the selection and raise memEpoch, part of every memories' stamp.
+type memoryCache struct {
 	store   memory.Store
-	storeID string // path of the open store
-	memFP   string // the store's files when memList was listed
+	storeID string
+	memFP   string
 	memList []memory.Memory
-	// memSel is the last memory selection, for the listing and settings in
-	// memSelKey.
+	memFile *workspace.File
+	// memSel is the last memory selection, for the listing and settings
+	// in memSelKey.
 	memSel    *memory.Selection
 	memSelKey string
-	// src is the memory source (SetMemorySource); memEpoch counts
-	// Invalidate calls. See memsource.go.
-	src      MemorySource
-	memEpoch atomic.Uint64
-	memFile  *workspace.File // the source's MEMORY.md at memFP, if any
-	// nodes and rendered keep what unchanged inputs built and rendered to,
-	// for renders without a budget (see nodeCache).
+	memEpoch  atomic.Uint64 // counts Invalidate calls
+}
+
+// partCache keeps the parts of the prompt that unchanged inputs built and
+// rendered to, so that a render after one file changed builds, renders and
+// counts that file's part alone.
+//
+// Key: the inputs by identity. A file that changed is a new
+// *workspace.File and a skill that changed a new *skills.Skill, so an
+// unchanged pointer stands for unchanged content: nodes are kept by what
+// each was built from (nodeCache), rendered text and counts by the
+// *md.Scope (md.Cache), the skills catalogue's entry nodes by the Set
+// they list (skills.EntryMemo) and their rendered text by entry
+// (md.XMLMemo), Active Skills by its skills
+// (skills.ActiveMemo), the bootstrap part by its files (bootMemo).
+// Invalidated: an input that is another pointer; entries no render used
+// are dropped after the next one.
+type partCache struct {
 	nodes    *nodeCache
 	rendered *md.Cache
 	// skillsXML keeps the assistant's skills catalogue's rendered
@@ -170,8 +204,17 @@ type Builder struct {
 	active *skills.ActiveMemo
 	// boot keeps the bootstrap part while its files are the same.
 	boot atomic.Pointer[bootMemo]
-	// recent are the last results for different options (a server renders
-	// for many users and channels), newest last; see lastFor.
+}
+
+// resultCache keeps whole results, newest last, at most maxRecent: a server
+// renders for many users and channels (see lastFor).
+//
+// Key: the options (sameOptions). A result is handed out again while the
+// workspace's generation, the memories' stamp and what gathering found
+// besides files (inputs) are what it was made with; with a watch, which
+// bumps the generation on every change, without gathering, for at most
+// freshFor. Invalidated: any of those moving; Invalidate drops them all.
+type resultCache struct {
 	recent []*lastRender
 	// refreshing is set while one Render gathers again only because the
 	// last result aged past freshFor.
@@ -180,7 +223,7 @@ type Builder struct {
 
 // New returns a builder for ws.
 func New(ws *workspace.Workspace) *Builder {
-	return &Builder{ws: ws, nodes: newNodeCache(), rendered: md.NewCache(), skillsXML: md.NewXMLMemo(), skillsEntries: &skills.EntryMemo{}, listEntries: &skills.EntryMemo{}, active: &skills.ActiveMemo{}}
+	return &Builder{ws: ws, partCache: partCache{nodes: newNodeCache(), rendered: md.NewCache(), skillsXML: md.NewXMLMemo(), skillsEntries: &skills.EntryMemo{}, listEntries: &skills.EntryMemo{}, active: &skills.ActiveMemo{}}}
 }
 
 // Workspace returns the builder's workspace.

@@ -147,60 +147,104 @@ type Loader struct {
 	mu      sync.Mutex
 	extDoor map[string]*workspace.Workspace // absolute extra folder → its door
 	builtin *workspace.Workspace
-	cache   map[fileKey]*cacheEntry
-	cacheMu sync.Mutex // guards cache while files load in parallel
-	loads   uint64     // Loads made, numbering them for cacheEntry.seen
 	// fixedRoots are the roots when there are no extra folders: they are
 	// the same for every load.
 	fixedRoots []root
-	// chk checks availability against bins, for as long as bins is kept.
-	chk *checker
+
+	// What a Load keeps for the next, one type per kind of thing kept,
+	// each with its key and what invalidates it where it is declared.
+	parsed       parseCache
+	bins         binCache
+	builtinFiles builtinFiles
+	memo         loadMemo
+	scratch      loadScratch
 
 	parses  atomic.Int64 // files parsed, for tests
 	patches atomic.Int64 // Sets made by patchSet, for tests
 	// rootPatches counts roots loaded by patchRoot, for tests.
 	rootPatches atomic.Int64
+}
 
-	// written maps a built-in skill's file in the cache folder to the text
-	// it holds, once checked or written in this Loader's life; home is
-	// that folder's door, opened at the first built-in skill.
+// parseCache keeps each skill file's parse and the Skill last made from it.
+//
+// Key: the file (fileKey: its source, root and path). Valid while the
+// file's door hands out the same *workspace.File for it, which it does
+// while the file is unchanged on disk: an entry whose file is another
+// pointer is replaced, never changed. Entries that no Load used (none
+// numbered with the latest load) are swept once the cache holds more than
+// twice what is in use.
+type parseCache struct {
+	mu    sync.Mutex // guards m while files load in parallel
+	m     map[fileKey]*cacheEntry
+	loads uint64 // Loads made, numbering them for cacheEntry.seen
+}
+
+// binCache remembers PATH searches across loads, so that a warm load
+// costs no system calls for them while a newly installed program is still
+// seen soon.
+//
+// Key: the program's name. Invalidated, all at once, when $PATH changed,
+// after binsFresh, and at every load when Options injects LookPath or
+// Getenv; each fresh start raises epoch, and whatever was checked in an
+// older epoch (a rootMemo's skills) is checked again.
+type binCache struct {
+	found map[string]bool
+	path  string // $PATH when found was started
+	since time.Time
+	epoch uint64
+	chk   *checker // checks availability against found
+}
+
+// builtinFiles are the built-in skills' files in the cache folder (see
+// [CacheDir]), opened at the first built-in skill.
+//
+// Key: the file's path in that folder; the value is the text it was
+// checked or written to hold. Never invalidated in a Loader's life: a
+// file is written once when it is missing or holds something else.
+type builtinFiles struct {
 	written map[string]string
-	home    *workspace.Workspace
-	homeErr error
+	home    *workspace.Workspace // the folder's door
+	err     error                // why the folder could not be opened
+}
 
-	// bins remembers PATH searches across loads, for as long as PATH is
-	// unchanged and for at most binsFresh, so a warm load costs no
-	// syscalls for them while a newly installed program is seen soon.
-	bins      map[string]bool
-	binsPATH  string
-	binsSince time.Time
-	binsEpoch uint64 // rises whenever bins starts afresh
-
-	// For a watched workspace, what each root loaded last (see
-	// loadRoot), and each skill as the last Set showed it (see newSet).
-	rootMemo map[string]*rootMemo
-	// last is the last Set, made from lastRoots roots with lastDiags.
-	last    *Set
-	lastAll []*Skill // the skills last made into a Set, in load order
+// loadMemo is what the last Load made, so that the next one reuses what
+// did not change: each watched root's skills (see loadRoot), the list of
+// all skills, their sorted order and the Set.
+//
+// Key: roots by the root's memoKey; the rest belongs to the last Load.
+// A root's entry holds while the workspace's stamp of its folder and the
+// binCache epoch are those it was made in; when the stamp moved, the
+// workspace's change log names the entries to read again. The Set is
+// handed out again when the same skills, in the same order, with the
+// same diagnostics, came from the same number of roots.
+type loadMemo struct {
+	roots map[string]*rootMemo
+	// set is the last Set, made from nroots roots with diags.
+	set    *Set
+	all    []*Skill // the skills last made into a Set, in load order
+	nroots int
+	diags  workspace.Diagnostics
 	// sortKeys are the names and ranks of the last sorted load, in load
 	// order, and sortPerm its sorted order (see sorted).
 	sortKeys []sortKey
 	sortPerm []int
 	sortInv  []int // load index → sorted place
-	// Scratch lists loadRoot fills and empties on every call (Load is
-	// under mu), and what each root not remembered in rootMemo listed last
-	// (see rootListing).
-	jobBuf   []loadJob
-	freshBuf []bool
-	todoBuf  []int
-	listings []*rootListing // by root rank
+	// listings is what each root not remembered in roots (one without a
+	// watch) listed last (see rootListing), by root rank.
+	listings []*rootListing
 	// spareAll is a list no Set or memo holds, for the next load's
 	// skills: a load that changed a skill fills it and hands the last
 	// list back here.
 	spareAll  []*Skill
-	lastRoots int
-	lastDiags workspace.Diagnostics
-	reusedAny bool // this load took something from rootMemo
+	reusedAny bool // this load took something from roots
+}
+
+// loadScratch are lists loadRoot fills and empties on every call (Load is
+// under the Loader's mu): not a cache, nothing in them outlives a call.
+type loadScratch struct {
+	jobs  []loadJob
+	fresh []bool
+	todo  []int
 }
 
 // rootMemo is what one root loaded, with the workspace's stamp of its
@@ -244,7 +288,7 @@ const binsFresh = 2 * time.Second
 
 // New returns a loader for ws.
 func New(ws *workspace.Workspace, opts Options) *Loader {
-	l := &Loader{ws: ws, opts: opts, extDoor: map[string]*workspace.Workspace{}, cache: map[fileKey]*cacheEntry{}, written: map[string]string{}}
+	l := &Loader{ws: ws, opts: opts, extDoor: map[string]*workspace.Workspace{}, parsed: parseCache{m: map[fileKey]*cacheEntry{}}, builtinFiles: builtinFiles{written: map[string]string{}}}
 	if !opts.NoBuiltins {
 		fsys := opts.Builtins
 		if fsys == nil {
@@ -270,13 +314,13 @@ func (l *Loader) Load() *Set {
 
 	var diags workspace.Diagnostics
 	roots := l.roots(&diags)
-	if pathEnv := os.Getenv("PATH"); l.bins == nil || l.opts.LookPath != nil || l.opts.Getenv != nil || pathEnv != l.binsPATH || time.Since(l.binsSince) > binsFresh {
-		l.bins, l.binsPATH, l.binsSince = map[string]bool{}, pathEnv, time.Now()
-		l.binsEpoch++
-		l.chk = nil
+	if pathEnv := os.Getenv("PATH"); l.bins.found == nil || l.opts.LookPath != nil || l.opts.Getenv != nil || pathEnv != l.bins.path || time.Since(l.bins.since) > binsFresh {
+		l.bins.found, l.bins.path, l.bins.since = map[string]bool{}, pathEnv, time.Now()
+		l.bins.epoch++
+		l.bins.chk = nil
 	}
-	if l.chk == nil {
-		chk := &checker{lookPath: l.opts.LookPath, getenv: l.opts.Getenv, goos: l.opts.GOOS, bins: l.bins}
+	if l.bins.chk == nil {
+		chk := &checker{lookPath: l.opts.LookPath, getenv: l.opts.Getenv, goos: l.opts.GOOS, bins: l.bins.found}
 		if chk.lookPath == nil {
 			chk.lookPath = exec.LookPath
 		}
@@ -286,21 +330,21 @@ func (l *Loader) Load() *Set {
 		if chk.goos == "" {
 			chk.goos = runtime.GOOS
 		}
-		l.chk = chk
+		l.bins.chk = chk
 	}
-	chk := l.chk
+	chk := l.bins.chk
 
 	// Every file a load reads is marked with its number; a watched load
 	// leaves the files of the roots it remembers to the sweep, which finds
 	// them in rootMemo.
-	l.loads++
-	l.reusedAny = false
+	l.parsed.loads++
+	l.memo.reusedAny = false
 	// Each root's skills are joined into one list only when some root's
 	// changed: when the roots are the fixed ones and each gave what it gave
 	// last, the list is the last one.
 	var outsBuf [8][]*Skill
 	outs := outsBuf[:0]
-	same := l.last != nil
+	same := l.memo.set != nil
 	for i := range roots {
 		out, reused := l.loadRoot(&roots[i], chk, &diags)
 		same = same && reused
@@ -308,10 +352,10 @@ func (l *Loader) Load() *Set {
 	}
 	var all []*Skill
 	fromSpare := false
-	if same && l.fixedRoots != nil && len(roots) == l.lastRoots {
-		all = l.lastAll
+	if same && l.fixedRoots != nil && len(roots) == l.memo.nroots {
+		all = l.memo.all
 	} else {
-		all, l.spareAll, fromSpare = l.spareAll[:0], nil, true
+		all, l.memo.spareAll, fromSpare = l.memo.spareAll[:0], nil, true
 		for _, out := range outs {
 			all = append(all, out...)
 		}
@@ -319,17 +363,17 @@ func (l *Loader) Load() *Set {
 	// Parsed files nobody loads any more go, checked when the cache has
 	// grown past twice what is in use: a watched load that read a few
 	// files again does not walk it.
-	if len(l.cache) > 2*len(all)+64 || !l.reusedAny {
-		for _, m := range l.rootMemo {
+	if len(l.parsed.m) > 2*len(all)+64 || !l.memo.reusedAny {
+		for _, m := range l.memo.roots {
 			for _, j := range m.jobs {
-				if ce := l.cache[j.key]; ce != nil && j.key.rel != "" {
-					ce.seen = l.loads
+				if ce := l.parsed.m[j.key]; ce != nil && j.key.rel != "" {
+					ce.seen = l.parsed.loads
 				}
 			}
 		}
-		for k, ce := range l.cache {
-			if ce.seen != l.loads {
-				delete(l.cache, k)
+		for k, ce := range l.parsed.m {
+			if ce.seen != l.parsed.loads {
+				delete(l.parsed.m, k)
 			}
 		}
 	}
@@ -337,27 +381,27 @@ func (l *Loader) Load() *Set {
 	// before) in the same order, with the same diagnostics, make the same
 	// Set: a load that validated every file by its stat, without a watch,
 	// finds that as a watched one does.
-	if l.last != nil && (same || slices.Equal(all, l.lastAll)) && len(roots) == l.lastRoots && slices.Equal(diags, l.lastDiags) {
+	if l.memo.set != nil && (same || slices.Equal(all, l.memo.all)) && len(roots) == l.memo.nroots && slices.Equal(diags, l.memo.diags) {
 		if fromSpare {
-			l.spareAll = all[:0]
+			l.memo.spareAll = all[:0]
 		}
-		return l.last // nothing changed: the very same Set
+		return l.memo.set // nothing changed: the very same Set
 	}
-	prevAll, prev, prevDiags := l.lastAll, l.last, l.lastDiags
-	l.lastAll = all
+	prevAll, prev, prevDiags := l.memo.all, l.memo.set, l.memo.diags
+	l.memo.all = all
 	defer func() {
 		// Nothing holds the last list once the new Set is made (patchSet
 		// and sorted read it, and keep nothing of it).
 		if fromSpare {
-			l.spareAll = prevAll[:0]
+			l.memo.spareAll = prevAll[:0]
 		}
 	}()
 	set := l.patchSet(prev, prevAll, prevDiags, all, diags)
 	if set == nil {
 		set = l.newSet(all, diags)
 	}
-	l.last, l.lastRoots, l.lastDiags = set, len(roots), diags
-	return l.last
+	l.memo.set, l.memo.nroots, l.memo.diags = set, len(roots), diags
+	return l.memo.set
 }
 
 // roots lists the places to look, in precedence order. Nobody may
@@ -465,9 +509,9 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 	var prev *rootMemo
 	var changed []string
 	if watched {
-		prev = l.rootMemo[memoKey]
-		if prev != nil && prev.stamp == stamp && prev.epoch == l.binsEpoch {
-			l.reusedAny = true
+		prev = l.memo.roots[memoKey]
+		if prev != nil && prev.stamp == stamp && prev.epoch == l.bins.epoch {
+			l.memo.reusedAny = true
 			*diags = append(*diags, prev.diags...)
 			return prev.out, true
 		}
@@ -478,9 +522,9 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 			}
 		}
 	} else {
-		delete(l.rootMemo, memoKey)
+		delete(l.memo.roots, memoKey)
 	}
-	if prev != nil && prev.stamp != stamp && prev.epoch == l.binsEpoch {
+	if prev != nil && prev.stamp != stamp && prev.epoch == l.bins.epoch {
 		if out, ok := l.patchRoot(r, prev, changed, stamp, chk); ok {
 			*diags = append(*diags, prev.diags...)
 			return out, false
@@ -493,15 +537,15 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 			diags.Add(workspace.Error, r.display(r.dir), 0, workspace.RefusalCode(err), "skills folder: %s", workspace.RefusalMessage(err))
 		}
 		if watched {
-			l.rememberRoot(memoKey, &rootMemo{stamp: stamp, epoch: l.binsEpoch, diags: slices.Clone((*diags)[before:])})
+			l.rememberRoot(memoKey, &rootMemo{stamp: stamp, epoch: l.bins.epoch, diags: slices.Clone((*diags)[before:])})
 		}
 		return nil, false
 	}
 	// In a new availability epoch (PATH searched afresh), a skill kept
 	// from the last load is kept only if what it needs is still there.
-	recheck := prev != nil && prev.epoch != l.binsEpoch
-	jobs := l.jobBuf[:0]
-	defer func() { clear(jobs); l.jobBuf = jobs[:0] }()
+	recheck := prev != nil && prev.epoch != l.bins.epoch
+	jobs := l.scratch.jobs[:0]
+	defer func() { clear(jobs); l.scratch.jobs = jobs[:0] }()
 	var old []jobMemo
 	if prev != nil {
 		old = prev.jobs
@@ -512,7 +556,7 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 	}
 	jobs = l.listJobs(r, entries, jobs, old, changed, recheck, chk, listing)
 	fresh := l.runJobs(r, jobs, chk)
-	defer func() { l.freshBuf = fresh[:0] }()
+	defer func() { l.scratch.fresh = fresh[:0] }()
 	var out []*Skill
 	if listing != nil {
 		// Load copies what an unremembered root gave and keeps nothing of
@@ -524,7 +568,7 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 	}
 	var memo *rootMemo
 	if watched {
-		memo = &rootMemo{stamp: stamp, epoch: l.binsEpoch, jobs: make([]jobMemo, 0, len(jobs))}
+		memo = &rootMemo{stamp: stamp, epoch: l.bins.epoch, jobs: make([]jobMemo, 0, len(jobs))}
 	}
 	for i := range jobs {
 		j := &jobs[i]
@@ -560,13 +604,13 @@ func (l *Loader) loadRoot(r *root, chk *checker, diags *workspace.Diagnostics) (
 // listingOf returns the listing an unwatched root keeps between loads, by
 // rank, which no two roots of a load share.
 func (l *Loader) listingOf(r *root, memoKey string) *rootListing {
-	for len(l.listings) <= r.rank {
-		l.listings = append(l.listings, nil)
+	for len(l.memo.listings) <= r.rank {
+		l.memo.listings = append(l.memo.listings, nil)
 	}
-	listing := l.listings[r.rank]
+	listing := l.memo.listings[r.rank]
 	if listing == nil || listing.key != memoKey {
 		listing = &rootListing{key: memoKey}
-		l.listings[r.rank] = listing
+		l.memo.listings[r.rank] = listing
 	}
 	return listing
 }
@@ -596,7 +640,7 @@ func (l *Loader) listJobs(r *root, entries []fs.DirEntry, jobs []loadJob, old []
 			!(recheck && old[0].skill != nil && old[0].skill.Status != StatusBroken &&
 				!chk.same(&old[0].skill.Frontmatter, old[0].skill.Missing)) {
 			jobs = append(jobs, loadJob{jobMemo: old[0], reused: true})
-			l.reusedAny = true
+			l.memo.reusedAny = true
 			continue
 		}
 		skillName, ok := entrySkillName(r, e)
@@ -650,19 +694,19 @@ func entrySkillName(r *root, e fs.DirEntry) (string, bool) {
 // was parsed now rather than taken from the parse cache; it is the
 // loader's scratch, which the caller gives back.
 func (l *Loader) runJobs(r *root, jobs []loadJob, chk *checker) (fresh []bool) {
-	fresh = append(l.freshBuf[:0], make([]bool, len(jobs))...)
-	todo := l.todoBuf[:0]
-	defer func() { l.todoBuf = todo[:0] }()
+	fresh = append(l.scratch.fresh[:0], make([]bool, len(jobs))...)
+	todo := l.scratch.todo[:0]
+	defer func() { l.scratch.todo = todo[:0] }()
 	for i, j := range jobs {
 		if !j.reused {
 			todo = append(todo, i)
 		}
 	}
-	if len(l.cache) == 0 && len(todo) > 8 {
+	if len(l.parsed.m) == 0 && len(todo) > 8 {
 		// A first load: the parse cache is sized once, not grown.
-		l.cacheMu.Lock()
-		l.cache = make(map[fileKey]*cacheEntry, len(todo))
-		l.cacheMu.Unlock()
+		l.parsed.mu.Lock()
+		l.parsed.m = make(map[fileKey]*cacheEntry, len(todo))
+		l.parsed.mu.Unlock()
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(todo)/8+1)
 	if len(todo) > 1 {
@@ -733,16 +777,16 @@ func (l *Loader) patchRoot(r *root, prev *rootMemo, changed []string, stamp uint
 		prev.out[at] = p.job.skill
 	}
 	prev.stamp = stamp
-	l.reusedAny = true
+	l.memo.reusedAny = true
 	l.rootPatches.Add(1)
 	return prev.out, true
 }
 
 func (l *Loader) rememberRoot(key string, m *rootMemo) {
-	if l.rootMemo == nil {
-		l.rootMemo = map[string]*rootMemo{}
+	if l.memo.roots == nil {
+		l.memo.roots = map[string]*rootMemo{}
 	}
-	l.rootMemo[key] = m
+	l.memo.roots[key] = m
 }
 
 // loadOne loads the skill file rel of r, or returns nil when there is no such
@@ -765,12 +809,12 @@ func (l *Loader) loadOne(r *root, name, rel string, key fileKey, chk *checker) (
 	if key.rel == "" {
 		key = fileKey{r.source, r.door.Root(), rel}
 	}
-	l.cacheMu.Lock()
-	ce, ok := l.cache[key]
+	l.parsed.mu.Lock()
+	ce, ok := l.parsed.m[key]
 	if ok {
-		ce.seen = l.loads
+		ce.seen = l.parsed.loads
 	}
-	l.cacheMu.Unlock()
+	l.parsed.mu.Unlock()
 	if ok && ce.file == f && ce.base != nil {
 		if ce.parsed.broken {
 			return ce.base, key, false
@@ -780,7 +824,7 @@ func (l *Loader) loadOne(r *root, name, rel string, key fileKey, chk *checker) (
 		}
 	}
 	if !ok || ce.file != f {
-		ce = &cacheEntry{file: f, parsed: l.parse(r.display(rel), name, r.flat, f), seen: l.loads}
+		ce = &cacheEntry{file: f, parsed: l.parse(r.display(rel), name, r.flat, f), seen: l.parsed.loads}
 	} else {
 		c := *ce // a new base for the same file: the entry is replaced, not changed
 		ce = &c
@@ -802,9 +846,9 @@ func (l *Loader) loadOne(r *root, name, rel string, key fileKey, chk *checker) (
 		s.untouched = r.source == SourceWorkspace && starter.IsUntouched(rel, s.raw)
 	}
 	ce.base = s
-	l.cacheMu.Lock()
-	l.cache[key] = ce
-	l.cacheMu.Unlock()
+	l.parsed.mu.Lock()
+	l.parsed.m[key] = ce
+	l.parsed.mu.Unlock()
 	return s, key, true
 }
 
@@ -947,7 +991,7 @@ const maxPatch = 16
 // would give, without walking every skill. It returns nil when it cannot;
 // newSet then makes the Set whole.
 func (l *Loader) patchSet(prev *Set, prevLoaded []*Skill, prevFolder workspace.Diagnostics, loaded []*Skill, folder workspace.Diagnostics) *Set {
-	if prev == nil || prev.diagAt == nil || len(loaded) != len(prevLoaded) || len(loaded) != len(l.sortInv) || !slices.Equal(folder, prevFolder) {
+	if prev == nil || prev.diagAt == nil || len(loaded) != len(prevLoaded) || len(loaded) != len(l.memo.sortInv) || !slices.Equal(folder, prevFolder) {
 		return nil
 	}
 	var changed []int // sorted places
@@ -958,13 +1002,13 @@ func (l *Loader) patchSet(prev *Set, prevLoaded []*Skill, prevFolder workspace.D
 		if len(changed) == maxPatch || loaded[i].Name != prevLoaded[i].Name || loaded[i].rank != prevLoaded[i].rank || loaded[i].Path != prevLoaded[i].Path {
 			return nil
 		}
-		changed = append(changed, l.sortInv[i])
+		changed = append(changed, l.memo.sortInv[i])
 	}
 	slices.Sort(changed)
 	s := &Set{Skills: slices.Clone(prev.Skills), diagAt: prev.diagAt, from: prev.id, changed: changed, replaced: make([]*Skill, len(changed))}
 	for i, k := range changed {
 		s.replaced[i] = prev.Skills[k]
-		base := loaded[l.sortPerm[k]]
+		base := loaded[l.memo.sortPerm[k]]
 		g := k
 		for g > 0 && s.Skills[g-1].Name == base.Name {
 			g--
@@ -1007,9 +1051,9 @@ type sortKey struct {
 // after a skill's file changed) takes the last order again instead of
 // sorting.
 func (l *Loader) sorted(loaded []*Skill) []*Skill {
-	same := len(loaded) == len(l.sortKeys)
+	same := len(loaded) == len(l.memo.sortKeys)
 	for i := 0; same && i < len(loaded); i++ {
-		same = loaded[i].Name == l.sortKeys[i].name && loaded[i].rank == l.sortKeys[i].rank
+		same = loaded[i].Name == l.memo.sortKeys[i].name && loaded[i].rank == l.memo.sortKeys[i].rank
 	}
 	if !same {
 		idx := make([]int, len(loaded))
@@ -1028,10 +1072,10 @@ func (l *Loader) sorted(loaded []*Skill) []*Skill {
 		for k, i := range idx {
 			inv[i] = k
 		}
-		l.sortKeys, l.sortPerm, l.sortInv = keys, idx, inv
+		l.memo.sortKeys, l.memo.sortPerm, l.memo.sortInv = keys, idx, inv
 	}
 	out := make([]*Skill, len(loaded))
-	for k, i := range l.sortPerm {
+	for k, i := range l.memo.sortPerm {
 		out[k] = loaded[i]
 	}
 	return out
@@ -1127,21 +1171,21 @@ func CacheDir(getenv func(string) string) (string, error) {
 // are written beneath it, never into the workspace, so a render writes
 // nothing in the folder it reads.
 func (l *Loader) builtinHome() (*workspace.Workspace, error) {
-	if l.home != nil || l.homeErr != nil {
-		return l.home, l.homeErr
+	if l.builtinFiles.home != nil || l.builtinFiles.err != nil {
+		return l.builtinFiles.home, l.builtinFiles.err
 	}
 	dir := l.opts.CacheDir
 	if dir == "" {
-		dir, l.homeErr = CacheDir(l.opts.Getenv)
+		dir, l.builtinFiles.err = CacheDir(l.opts.Getenv)
 	}
-	if l.homeErr == nil {
+	if l.builtinFiles.err == nil {
 		// The folder itself is made here, not through a door: it is where
 		// the door is rooted. What goes inside goes through the door.
-		if l.homeErr = os.MkdirAll(dir, 0o700); l.homeErr == nil {
-			l.home, l.homeErr = workspace.Open(dir)
+		if l.builtinFiles.err = os.MkdirAll(dir, 0o700); l.builtinFiles.err == nil {
+			l.builtinFiles.home, l.builtinFiles.err = workspace.Open(dir)
 		}
 	}
-	return l.home, l.homeErr
+	return l.builtinFiles.home, l.builtinFiles.err
 }
 
 // materialize gives a built-in skill a location the agent can read, outside
@@ -1161,7 +1205,7 @@ func (l *Loader) materialize(s *Skill) {
 	sum := sha256.Sum256([]byte(s.raw))
 	rel := path.Join("builtin", hex.EncodeToString(sum[:6]), s.Name, FileName)
 	home, err := l.builtinHome()
-	if err == nil && l.written[rel] != s.raw {
+	if err == nil && l.builtinFiles.written[rel] != s.raw {
 		cur, rerr := home.ReadFile(rel)
 		if rerr != nil || string(cur) != s.raw {
 			err = home.MkdirAll(path.Dir(rel), 0o755)
@@ -1175,6 +1219,6 @@ func (l *Loader) materialize(s *Skill) {
 		s.Diagnostics.Add(workspace.Warning, s.Path, 0, "skill.builtin-write", "could not write the built-in skill to loom's cache folder (%s; set $%s); its text is put in the prompt instead", workspace.RefusalMessage(err), EnvCacheDir)
 		return
 	}
-	l.written[rel] = s.raw
+	l.builtinFiles.written[rel] = s.raw
 	s.Location = home.Abs(rel)
 }

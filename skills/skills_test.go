@@ -353,8 +353,8 @@ func TestCacheReparsesOnlyChanged(t *testing.T) {
 	}
 	os.RemoveAll(filepath.Join(dir, "skills/s03"))
 	set = l.Load()
-	if _, ok := set.Get("s03"); ok || len(l.cache) != 19 {
-		t.Errorf("removed skill still there (cache %d)", len(l.cache))
+	if _, ok := set.Get("s03"); ok || len(l.parsed.m) != 19 {
+		t.Errorf("removed skill still there (cache %d)", len(l.parsed.m))
 	}
 }
 
