@@ -25,7 +25,13 @@
 //
 // A [Scope] ([Named]) gives part of the tree a name, a priority, a
 // truncation policy, the files it came from, and what to say when it is
-// dropped. A [Renderer] with [WithBudget] drops prioritised scopes, lowest
+// dropped. Its setters ([Scope.Prio], [Scope.Truncate], [Scope.From],
+// [Scope.Otherwise], [Scope.OnDrop], and [XMLElement.Memo]) return a new
+// node and leave the one they are called on as it was, so a tree that was
+// rendered (and may be in a [Cache]) never changes; a call whose result is
+// unused therefore does nothing, and a test over the whole module
+// (TestNoSetterResultDiscarded) fails on one.
+// A [Renderer] with [WithBudget] drops prioritised scopes, lowest
 // first and the later of equals first, until the prompt fits; scopes without a
 // priority are never dropped. The cutoff is found by a search over the drop
 // order, guided by each scope's token count. A truncatable scope is cut at a
