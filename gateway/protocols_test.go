@@ -170,3 +170,64 @@ func TestChatCompletionsModelMapping(t *testing.T) {
 		})
 	}
 }
+
+// Thinking from a /v1/messages client goes back to an Anthropic upstream
+// as it came: the thinking block with its signature and the
+// redacted_thinking block with its data, in order, first in their turn,
+// before the text and tool_use. An OpenAI-compatible upstream gets none of
+// it.
+func TestMessagesThinkingReplayed(t *testing.T) {
+	body := map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": []any{
+		map[string]any{"role": "user", "content": "read a.txt"},
+		map[string]any{"role": "assistant", "content": []any{
+			map[string]any{"type": "thinking", "thinking": "First, the file.", "signature": "sig-one"},
+			map[string]any{"type": "redacted_thinking", "data": "opaque-two"},
+			map[string]any{"type": "thinking", "thinking": "Then read it.", "signature": "sig-three"},
+			map[string]any{"type": "text", "text": "Reading."},
+			map[string]any{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": map[string]any{"file_path": "a.txt"}},
+		}},
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "hello"}}},
+	}}
+	for _, pe := range protoSetups(t, "") {
+		t.Run(pe.provider, func(t *testing.T) {
+			res := pe.post(t, "/v1/messages", body, "Anthropic-Version", "2023-06-01", "X-Loom-Session", "thinking-"+pe.provider)
+			if out := readAll(t, res); res.StatusCode != 200 {
+				t.Fatalf("%d %s", res.StatusCode, out)
+			}
+			reqs := pe.requests()
+			sent := reqs[len(reqs)-1]
+			if pe.provider == "openai" {
+				for _, s := range []string{"sig-one", "opaque-two", "First, the file.", "Then read it.", `"redacted_thinking"`, `"type":"thinking"`} {
+					if strings.Contains(string(sent.Raw), s) {
+						t.Errorf("the OpenAI upstream got %q: %s", s, sent.Raw)
+					}
+				}
+				return
+			}
+			var msgs []struct {
+				Role    string           `json:"role"`
+				Content []map[string]any `json:"content"`
+			}
+			raw, _ := json.Marshal(sent.Body["messages"])
+			json.Unmarshal(raw, &msgs)
+			var asst []map[string]any
+			for _, m := range msgs {
+				if m.Role == "assistant" {
+					asst = m.Content
+				}
+			}
+			want := []map[string]any{
+				{"type": "thinking", "thinking": "First, the file.", "signature": "sig-one"},
+				{"type": "redacted_thinking", "data": "opaque-two"},
+				{"type": "thinking", "thinking": "Then read it.", "signature": "sig-three"},
+				{"type": "text", "text": "Reading."},
+				{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": map[string]any{"file_path": "a.txt"}},
+			}
+			got, _ := json.Marshal(asst)
+			w, _ := json.Marshal(want)
+			if string(got) != string(w) {
+				t.Errorf("the assistant turn went upstream as\n%s\nwant\n%s", got, w)
+			}
+		})
+	}
+}

@@ -35,10 +35,23 @@ type AnthropicMessage struct {
 	Content []AnthropicBlock `json:"content"`
 }
 
-// AnthropicBlock is a content block: text, image, tool_use or tool_result
-// (whose Content holds text and image blocks).
+// AnthropicThinkingKey is the Message.Extra key that holds an assistant
+// turn's thinking as the Messages API gave it: a JSON list of its
+// thinking blocks (with their signatures) and redacted_thinking blocks
+// (with their data), in order. The API takes thinking back only signed and
+// unchanged, so the blocks are kept as they came and put back first in
+// the turn; Reasoning holds their text for reading, and other wire formats
+// leave them out.
+const AnthropicThinkingKey = "anthropic_thinking"
+
+// AnthropicBlock is a content block: text, image, tool_use, tool_result
+// (whose Content holds text and image blocks), or an assistant's thinking
+// or redacted_thinking.
 type AnthropicBlock struct {
 	Type         string                 `json:"type"`
+	Thinking     *string                `json:"thinking,omitempty"`
+	Signature    string                 `json:"signature,omitempty"`
+	Data         string                 `json:"data,omitempty"`
 	Text         string                 `json:"text,omitempty"`
 	Source       *AnthropicSource       `json:"source,omitempty"`
 	ID           string                 `json:"id,omitempty"`
@@ -127,6 +140,9 @@ func anthropicBlocks(m Message) ([]AnthropicBlock, error) {
 	var blocks []AnthropicBlock
 	switch m.Role {
 	case RoleUser, RoleAssistant:
+		if m.Role == RoleAssistant {
+			blocks = AnthropicThinking(m)
+		}
 		for _, p := range contentParts(m.Content) {
 			switch {
 			case p.Type == PartImage:
@@ -163,6 +179,35 @@ func anthropicBlocks(m Message) ([]AnthropicBlock, error) {
 		return nil, fmt.Errorf("unknown role %q", m.Role)
 	}
 	return blocks, nil
+}
+
+// AnthropicThinking is an assistant message's thinking blocks kept under
+// AnthropicThinkingKey, in order: each thinking block with its signature,
+// each redacted_thinking block with its data. Blocks that could not be
+// sent back (unsigned, empty, of another type) and a value that is not
+// such a list are left out.
+func AnthropicThinking(m Message) []AnthropicBlock {
+	raw, ok := m.Extra[AnthropicThinkingKey]
+	if !ok {
+		return nil
+	}
+	var kept []AnthropicBlock
+	if json.Unmarshal(raw, &kept) != nil {
+		return nil
+	}
+	out := kept[:0]
+	for _, b := range kept {
+		switch {
+		case b.Type == "thinking" && b.Thinking != nil && b.Signature != "":
+			out = append(out, AnthropicBlock{Type: b.Type, Thinking: b.Thinking, Signature: b.Signature})
+		case b.Type == "redacted_thinking" && b.Data != "":
+			out = append(out, AnthropicBlock{Type: b.Type, Data: b.Data})
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func contentParts(c Content) []Part {

@@ -25,10 +25,6 @@ import (
 // output_config.effort and cache_control markers are accepted and not sent
 // on: loom places its own breakpoint after its prompt.
 
-// ThinkingSignatureKey is the message Extra key that keeps a thinking
-// block's signature beside Message.Reasoning.
-const ThinkingSignatureKey = "thinking_signature"
-
 type anthropicBlock struct {
 	Type      string          `json:"type"`
 	Text      *string         `json:"text"`
@@ -39,8 +35,9 @@ type anthropicBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
-	Thinking  string          `json:"thinking"`
+	Thinking  *string         `json:"thinking"`
 	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
 }
 
 type anthropicSrc struct {
@@ -330,11 +327,14 @@ func anthropicImage(src *anthropicSrc) (*messages.Image, error) {
 }
 
 // anthropicAssistant reads an assistant turn into one message: its text,
-// its tool calls and its thinking (the text as Reasoning, the signature
-// kept beside it).
+// its tool calls and its thinking (the text as Reasoning; the thinking and
+// redacted_thinking blocks kept as they came, in order, under
+// messages.AnthropicThinkingKey, so that an Anthropic upstream gets them
+// back signed).
 func (t *Turn) anthropicAssistant(param string, blocks []anthropicBlock) error {
 	m := messages.Message{Role: messages.RoleAssistant}
 	var texts, thinking []string
+	var signed []messages.AnthropicBlock
 	for j, b := range blocks {
 		bp := fmt.Sprintf("%s.content[%d]", param, j)
 		switch b.Type {
@@ -353,20 +353,28 @@ func (t *Turn) anthropicAssistant(param string, blocks []anthropicBlock) error {
 			}
 			m.ToolCalls = append(m.ToolCalls, messages.NewToolCall(b.ID, b.Name, args))
 		case "thinking":
-			thinking = append(thinking, b.Thinking)
-			if b.Signature != "" {
-				sig, _ := json.Marshal(b.Signature)
-				m.Extra = map[string]json.RawMessage{ThinkingSignatureKey: sig}
+			if b.Thinking != nil {
+				thinking = append(thinking, *b.Thinking)
+			}
+			if b.Thinking != nil && b.Signature != "" { // unsigned thinking cannot go back to the API
+				signed = append(signed, messages.AnthropicBlock{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
 			}
 		case "redacted_thinking":
-			// Encrypted reasoning only the provider can read; not kept.
+			// Encrypted reasoning only the provider can read: kept to go
+			// back as it came.
+			if b.Data != "" {
+				signed = append(signed, messages.AnthropicBlock{Type: "redacted_thinking", Data: b.Data})
+			}
 		default:
 			return ferr(bp+".type", "%q is not an assistant block loom reads (text, tool_use, thinking)", b.Type)
 		}
 	}
 	m.Content = messages.TextContent(strings.Join(texts, ""))
 	m.Reasoning = strings.Join(thinking, "\n")
-	if m.Content.IsEmpty() && len(m.ToolCalls) == 0 && m.Reasoning == "" {
+	if len(signed) > 0 {
+		m.Extra = map[string]json.RawMessage{messages.AnthropicThinkingKey: marshal(signed)}
+	}
+	if m.Content.IsEmpty() && len(m.ToolCalls) == 0 && m.Reasoning == "" && len(signed) == 0 {
 		return nil // an empty turn (a prefill Claude Code left empty)
 	}
 	t.Messages = append(t.Messages, m)

@@ -269,13 +269,12 @@ func TestDecodeMessagesClaudeCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig, _ := json.Marshal("sig-1")
 	want := []messages.Message{
 		{Role: messages.RoleUser, Content: messages.Content{Parts: []messages.Part{{Type: messages.PartText, Text: "<system-reminder>ctx</system-reminder>"},
 			{Type: messages.PartText, Text: "read a.txt"}, {Type: messages.PartImage, Image: &messages.Image{MIME: "image/png", Data: "iVBORw0KGgo="}}}}},
 		{Role: messages.RoleAssistant, Content: messages.TextContent("Reading."), Reasoning: "I should read it.",
 			ToolCalls: []messages.ToolCall{messages.NewToolCall("toolu_1", "Read", `{"file_path":"a.txt"}`)},
-			Extra:     map[string]json.RawMessage{protocol.ThinkingSignatureKey: sig}},
+			Extra:     map[string]json.RawMessage{messages.AnthropicThinkingKey: json.RawMessage(`[{"type":"thinking","thinking":"I should read it.","signature":"sig-1"}]`)}},
 		{Role: messages.RoleTool, ToolCallID: "toolu_1", Content: messages.TextContent("hello")},
 		{Role: messages.RoleTool, ToolCallID: "toolu_2", Content: messages.TextContent("Error: denied")},
 		{Role: messages.RoleUser, Content: messages.TextContent("go on")},
