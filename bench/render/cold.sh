@@ -6,6 +6,11 @@
 #     any Go process here);
 #   - cat: `cat` of every file the workspace holds (what reading its bytes
 #     costs, with no parsing at all);
+#   - floor: the hello-world with the libraries the issue requires linked
+#     in (only blank-imported, so it runs their package initialisation and
+#     nothing else, as bench/cold/run.sh's floor): prometheus/client_golang,
+#     pgx, modernc sqlite, the MCP go-sdk and net/http. No loom process can
+#     start faster;
 #   - start: `loom --version`, loom's own start-up (runtime, package
 #     initialisation, page faults of its binary) with no work: the part of
 #     each loom figure that is not rendering;
@@ -17,7 +22,7 @@
 # Each figure is the median of RUNS runs (default 15), taken in turns so that
 # a burst of load on the machine hits all three alike: wall time, and the
 # process's CPU time (user + system), which a loaded machine disturbs less.
-# The ratios are against cat's and hello's.
+# The ratios are against cat's, hello's and the floor's.
 set -euo pipefail
 runs=${1:-15}
 sizes=${2:-small medium large}
@@ -34,6 +39,28 @@ mkdir -p "$tmp/hello"
 printf 'package main\nimport (\n\t"fmt"\n\t_ "net/http"\n)\nfunc main() { fmt.Println("hi") }\n' >"$tmp/hello/main.go"
 printf 'module hello\ngo 1.26\n' >"$tmp/hello/go.mod"
 (cd "$tmp/hello" && go build -o "$tmp/hello-bin" .)
+mkdir -p "$tmp/floor"
+sed 's|^module .*|module floor|' "$here/go.mod" >"$tmp/floor/go.mod"
+cp "$here/go.sum" "$tmp/floor/go.sum"
+cat >"$tmp/floor/main.go" <<'GO'
+package main
+
+import (
+	"fmt"
+
+	_ "github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/modelcontextprotocol/go-sdk/mcp"
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/prometheus/client_golang/prometheus/collectors"
+	_ "github.com/prometheus/client_golang/prometheus/promhttp"
+	_ "modernc.org/sqlite"
+	_ "net/http"
+)
+
+func main() { fmt.Println("loom version dev") }
+GO
+(cd "$tmp/floor" && GOFLAGS=-mod=mod go build -o "$tmp/floor-bin" .)
 # tm CMD...: runs CMD once and prints its wall and CPU time in ms, to the
 # microsecond (bench/proctime).
 go build -o "$tmp/tm-bin" "$here/bench/proctime"
@@ -49,7 +76,7 @@ run() {
   awk '{print $2}' "$tmp/t" >>"$tmp/$name.cpu"
 }
 
-printf '%-8s %-8s %10s %10s  %-22s %s\n' size what "wall ms" "cpu ms" "wall vs cat, hello" "cpu vs cat, hello"
+printf '%-8s %-8s %10s %10s  %-28s %s\n' size what "wall ms" "cpu ms" "wall vs cat, hello, floor" "cpu vs cat, hello, floor"
 for size in $sizes; do
   ws="$tmp/ws-$size"
   python3 "$gen" "$size" "$ws" >/dev/null 2>&1
@@ -63,21 +90,27 @@ for size in $sizes; do
   rm -f "$tmp"/*.wall "$tmp"/*.cpu
   for _ in $(seq "$runs"); do
     run hello "$tmp/hello-bin"
+    run floor "$tmp/floor-bin"
     # shellcheck disable=SC2046 # the generator names files without spaces
     run cat cat $(cat "$tmp/files")
     run start "$tmp/loom" --version
     run loom "$tmp/loom" render -w "$ws" --preset assistant
     run loom+mem "$tmp/loom" render -w "$wsm" --preset assistant
   done
-  for what in hello cat start loom loom+mem; do
+  for what in hello floor cat start loom loom+mem; do
     median <"$tmp/$what.wall" >"$tmp/$what.mw"
     median <"$tmp/$what.cpu" >"$tmp/$what.mc"
   done
-  for what in hello cat start loom loom+mem; do
+  for what in hello floor cat start loom loom+mem; do
     w=$(cat "$tmp/$what.mw"); c=$(cat "$tmp/$what.mc")
     case $what in
     hello | cat)
       printf '%-8s %-8s %10s %10s\n' "$size" "$what" "$w" "$c"
+      ;;
+    floor)
+      printf '%-8s %-8s %10s %10s  %-28s %s\n' "$size" "$what" "$w" "$c" \
+        "$(ratio "$w" "$(cat "$tmp/cat.mw")"), $(ratio "$w" "$(cat "$tmp/hello.mw")")" \
+        "$(ratio "$c" "$(cat "$tmp/cat.mc")"), $(ratio "$c" "$(cat "$tmp/hello.mc")")"
       ;;
     *)
       extra=""
@@ -85,9 +118,9 @@ for size in $sizes; do
       loom) extra="   ($(wc -c <"$tmp/out.$what") bytes out, $(wc -l <"$tmp/files") files)" ;;
       loom+mem) extra="   ($(wc -c <"$tmp/out.$what") bytes out)" ;;
       esac
-      printf '%-8s %-8s %10s %10s  %-22s %s%s\n' "$size" "$what" "$w" "$c" \
-        "$(ratio "$w" "$(cat "$tmp/cat.mw")"), $(ratio "$w" "$(cat "$tmp/hello.mw")")" \
-        "$(ratio "$c" "$(cat "$tmp/cat.mc")"), $(ratio "$c" "$(cat "$tmp/hello.mc")")" "$extra"
+      printf '%-8s %-8s %10s %10s  %-28s %s%s\n' "$size" "$what" "$w" "$c" \
+        "$(ratio "$w" "$(cat "$tmp/cat.mw")"), $(ratio "$w" "$(cat "$tmp/hello.mw")"), $(ratio "$w" "$(cat "$tmp/floor.mw")")" \
+        "$(ratio "$c" "$(cat "$tmp/cat.mc")"), $(ratio "$c" "$(cat "$tmp/hello.mc")"), $(ratio "$c" "$(cat "$tmp/floor.mc")")" "$extra"
       ;;
     esac
   done
