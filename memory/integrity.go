@@ -3,6 +3,7 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -70,10 +71,10 @@ func PrepareImport(cats []Category, now time.Time, ms []Memory) ([]Memory, error
 	clean := make([]Memory, len(ms))
 	for i, m := range ms {
 		if _, dup := index[m.ID]; dup && m.ID != "" {
-			return nil, &ImportError{Index: i, ID: m.ID, Err: errDuplicateID}
+			return nil, &ImportError{Index: i, ID: m.ID, Err: ErrDuplicateID}
 		}
 		index[m.ID] = i
-		c, err := prepareOne(cats, now, m)
+		c, err := PrepareOne(cats, now, m)
 		if err != nil {
 			return nil, &ImportError{Index: i, ID: m.ID, Err: err}
 		}
@@ -104,11 +105,8 @@ func PrepareImport(cats []Category, now time.Time, ms []Memory) ([]Memory, error
 						break
 					}
 				}
-				first := ids[len(ids)-1]
-				for k, j := len(ids)-1, 0; j < k; j, k = j+1, k-1 {
-					ids[j], ids[k] = ids[k], ids[j]
-				}
-				return nil, &ImportError{Index: i, ID: first, Err: fmt.Errorf("superseded_by links loop (%s → %s): %w", joinIDs(ids), first, ErrCycle)}
+				slices.Reverse(ids)
+				return nil, LoopError(i, ids)
 			}
 			state[i] = onPath
 			path = append(path, i)
@@ -125,13 +123,15 @@ func PrepareImport(cats []Category, now time.Time, ms []Memory) ([]Memory, error
 	return clean, nil
 }
 
-// errDuplicateID is an import's id given twice.
-var errDuplicateID = errors.New("id appears twice")
+// ErrDuplicateID is an import's id given twice.
+var ErrDuplicateID = errors.New("id appears twice")
 
-// prepareOne is PrepareImport's check and cleaning of one memory, alone:
+// PrepareOne is PrepareImport's check and cleaning of one memory, alone:
 // an id, a known category, content that normalises, a time in range (a
-// zero one becomes now), no superseded_by naming itself.
-func prepareOne(cats []Category, now time.Time, m Memory) (Memory, error) {
+// zero one becomes now), no superseded_by naming itself. A store that
+// streams an import checks each memory with it as it is read, and the
+// rest (ids given twice, links, loops) once the import is staged.
+func PrepareOne(cats []Category, now time.Time, m Memory) (Memory, error) {
 	if m.ID == "" {
 		return m, errors.New("missing id")
 	}
@@ -154,6 +154,14 @@ func prepareOne(cats []Category, now time.Time, m Memory) (Memory, error) {
 		return m, fmt.Errorf("superseded_by names the memory itself: %w", ErrCycle)
 	}
 	return m, nil
+}
+
+// LoopError is the error of an import whose superseded_by links loop
+// through ids, in link order from the memory at index, the first the walk
+// came back to.
+func LoopError(index int, ids []string) *ImportError {
+	first := ids[0]
+	return &ImportError{Index: index, ID: first, Err: fmt.Errorf("superseded_by links loop (%s → %s): %w", joinIDs(ids), first, ErrCycle)}
 }
 
 func joinIDs(ids []string) string {

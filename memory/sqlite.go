@@ -598,8 +598,8 @@ const MaxImport = 1_000_000
 // It is ImportFrom over ms (see stream.go): the memories are checked and
 // staged before the write lock is taken; the insert is one transaction, so
 // other writers wait for it (up to their bound) rather than see part of
-// it. PostgreSQL's store checks the same with PrepareImport and
-// CheckImportLinks in Go, the reference the conformance tests hold both to.
+// it. PostgreSQL's store stages its imports the same way; PrepareImport
+// and CheckImportLinks are the reference the tests hold both to.
 func (s *SQLite) Import(ctx context.Context, ms []Memory) error {
 	if len(ms) > MaxImport {
 		return fmt.Errorf("import of %d memories: the limit is %d", len(ms), MaxImport)

@@ -16,7 +16,7 @@ type ImportSource func() (Memory, error)
 
 // Streamer is a store that imports and exports without holding the
 // memories in memory: an import of any length costs the same few
-// megabytes. *SQLite is one.
+// megabytes. *SQLite and PostgreSQL's store (pgstore) are.
 type Streamer interface {
 	// ImportFrom is Import reading from next: the same checks and errors
 	// (an *ImportError's Index counts the memories read), all or nothing.
@@ -193,7 +193,7 @@ func stage(ctx context.Context, conn *sql.Conn, cats []Category, now time.Time, 
 		if err != nil {
 			return 0, &userError{err}
 		}
-		c, err := prepareOne(cats, now, m)
+		c, err := PrepareOne(cats, now, m)
 		if err != nil {
 			// An id given twice, earlier in the batch or here, comes
 			// first, as in PrepareImport.
@@ -242,7 +242,7 @@ func duplicateIn(ctx context.Context, conn *sql.Conn, args []any) error {
 			return err
 		}
 		if n > 0 || seen[id] {
-			return &userError{&ImportError{Index: seq, ID: id, Err: errDuplicateID}}
+			return &userError{&ImportError{Index: seq, ID: id, Err: ErrDuplicateID}}
 		}
 		seen[id] = true
 	}
@@ -296,8 +296,7 @@ func stagedLoop(ctx context.Context, conn *sql.Conn) error {
 			for _, p := range path[k:] {
 				ids = append(ids, p.id)
 			}
-			first := ids[0]
-			return &userError{&ImportError{Index: int(seq), ID: first, Err: fmt.Errorf("superseded_by links loop (%s → %s): %w", joinIDs(ids), first, ErrCycle)}}
+			return &userError{LoopError(int(seq), ids)}
 		}
 		var id string
 		var next int64

@@ -63,7 +63,7 @@ func TestDecodePeakMemory(t *testing.T) {
 		{"tokens, 16 MiB text", []byte(`{"text":"` + long + `"}`), func(b []byte) error { var q TokensRequest; return DecodeJSON(jsonRequest(b), &q) }},
 		{"memory, 16 MiB content", []byte(`{"category":"global_rule","content":"` + long + `"}`), func(b []byte) error { var q AddMemoryRequest; return DecodeJSON(jsonRequest(b), &q) }},
 		{"import, 100,000 memories of 200 bytes", memories(100_000, 200), func(b []byte) error {
-			next := memoryStream(jsonRequest(b).Body) // as the import route reads a SQLite workspace's
+			next := memoryStream(jsonRequest(b).Body) // as the import route reads a body for a store that streams
 			for {
 				if _, err := next(); err != nil {
 					if err == io.EOF {

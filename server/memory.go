@@ -129,7 +129,7 @@ func (s *Server) exportMemories(w http.ResponseWriter, r *http.Request, ws *Work
 		s.reply(w, r, MemoryList{Memories: list}, err)
 		return
 	}
-	// From SQLite, oldest first (as loom memory export), written as the
+	// Oldest first (as loom memory export), written as the
 	// rows are read: the export holds a buffer, not the list.
 	out := &sentWriter{w: w}
 	bw := bufio.NewWriterSize(out, 64<<10)

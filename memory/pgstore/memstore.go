@@ -158,40 +158,7 @@ func (s *Memories) write(ctx context.Context, fn func(tx pgx.Tx) (users []string
 			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
 			}
 		}
-		var users []string
-		commitSent := false
-		err := func() error {
-			tx, err := s.db.pool.Begin(ctx)
-			if err != nil {
-				return err
-			}
-			defer tx.Rollback(context.Background())
-			users, err = fn(tx)
-			if err != nil {
-				return err
-			}
-			seen := map[string]bool{}
-			var payloads []string
-			for _, u := range users {
-				if !seen[u] {
-					seen[u] = true
-					payloads = append(payloads, s.workspace+"\x1f"+u)
-				}
-			}
-			if len(payloads) > 0 {
-				if err := bumpVersions(ctx, tx, s.workspace, users); err != nil {
-					return err
-				}
-				if _, err := tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, Channel, payloads); err != nil {
-					return err
-				}
-			}
-			if s.beforeCommit != nil {
-				s.beforeCommit(ctx, tx)
-			}
-			commitSent = true
-			return tx.Commit(ctx)
-		}()
+		users, commitSent, err := s.runTx(ctx, s.db.pool.Begin, fn)
 		if err == nil {
 			for _, u := range users {
 				s.invalidate(u, false)
@@ -221,6 +188,41 @@ func (s *Memories) write(ctx context.Context, fn func(tx pgx.Tx) (users []string
 		}
 	}
 	return fmt.Errorf("memory: PostgreSQL: %w: %v", ErrUnavailable, last)
+}
+
+// runTx is one attempt of write: fn in a transaction begun by begin,
+// the changed users' versions bumped and notified in it, then COMMIT.
+// commitSent says whether COMMIT went out.
+func (s *Memories) runTx(ctx context.Context, begin func(context.Context) (pgx.Tx, error), fn func(tx pgx.Tx) ([]string, error)) (users []string, commitSent bool, err error) {
+	tx, err := begin(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer tx.Rollback(context.Background())
+	users, err = fn(tx)
+	if err != nil {
+		return nil, false, err
+	}
+	seen := map[string]bool{}
+	var payloads []string
+	for _, u := range users {
+		if !seen[u] {
+			seen[u] = true
+			payloads = append(payloads, s.workspace+"\x1f"+u)
+		}
+	}
+	if len(payloads) > 0 {
+		if err := bumpVersions(ctx, tx, s.workspace, users); err != nil {
+			return nil, false, err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, Channel, payloads); err != nil {
+			return nil, false, err
+		}
+	}
+	if s.beforeCommit != nil {
+		s.beforeCommit(ctx, tx)
+	}
+	return users, true, tx.Commit(ctx)
 }
 
 // Add implements [memory.Store].
@@ -383,97 +385,40 @@ func (s *Memories) Forget(ctx context.Context, id string) error {
 	}, nil) // forgetting is idempotent: a lost COMMIT is simply retried
 }
 
-// Import implements [memory.Store]: all or nothing, in one transaction,
-// the rows sent with COPY.
+// Import implements [memory.Store]: ImportFrom over ms (see stream.go),
+// within memory.MaxImport, as SQLite's store does. It holds ms, so, as
+// the store's other writes, it is tried again when the connection drops;
+// when a COMMIT was lost, the first memory being stored says it took
+// effect (the import stored none of its ids before, and is all or
+// nothing).
 func (s *Memories) Import(ctx context.Context, ms []memory.Memory) error {
 	if len(ms) > memory.MaxImport {
 		return fmt.Errorf("import of %d memories: the limit is %d", len(ms), memory.MaxImport)
 	}
-	s.stampMu.Lock()
-	now := s.now().UTC()
-	s.stampMu.Unlock()
-	clean, err := memory.PrepareImport(s.cats, now, ms)
-	if err != nil {
-		return err
-	}
-	if len(clean) == 0 {
-		return nil
-	}
-	ids := make([]string, len(clean))
-	index := make(map[string]int, len(clean))
-	for i, m := range clean {
-		ids[i] = m.ID
-		index[m.ID] = i
-	}
-	return s.write(ctx, func(tx pgx.Tx) ([]string, error) {
-		// Serialise imports of one workspace, so the id check below holds
-		// until COMMIT.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('loom_import'), hashtext($1))`, s.workspace); err != nil {
-			return nil, err
-		}
-		var clash string
-		err := tx.QueryRow(ctx, `SELECT id FROM loom_memories WHERE workspace = $1 AND id = ANY($2) ORDER BY id LIMIT 1`, s.workspace, ids).Scan(&clash)
-		if err == nil {
-			// Name the first clash in file order.
-			first := index[clash]
-			rows, qerr := tx.Query(ctx, `SELECT id FROM loom_memories WHERE workspace = $1 AND id = ANY($2)`, s.workspace, ids)
-			if qerr == nil {
-				for rows.Next() {
-					var id string
-					if rows.Scan(&id) == nil && index[id] < first {
-						first = index[id]
-					}
-				}
-				rows.Close()
+	var last error
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
 			}
-			return nil, &userErr{&memory.ImportError{Index: first, ID: clean[first].ID, Err: errors.New("id already exists in the store")}}
 		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return nil, err
+		_, commitSent, err := s.importFrom(ctx, memory.SliceSource(ms))
+		if err == nil || !isConnErr(err) {
+			return s.importErr(err)
 		}
-		var lookErr error
-		err = memory.CheckImportLinks(clean, func(id string) (string, bool, error) {
-			var user string
-			err := tx.QueryRow(ctx, `SELECT user_id FROM loom_memories WHERE workspace = $1 AND id = $2`, s.workspace, id).Scan(&user)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return "", false, nil
+		last = err
+		if commitSent && !pgconn.SafeToRetry(err) {
+			var in bool
+			cerr := s.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM loom_memories WHERE workspace = $1 AND id = $2)`, s.workspace, ms[0].ID).Scan(&in)
+			if cerr == nil && in {
+				s.invalidate("", true)
+				return nil
 			}
-			if err != nil {
-				lookErr = err
-				return "", false, err
-			}
-			return user, true, nil
-		})
-		if lookErr != nil {
-			return nil, lookErr
 		}
-		if err != nil {
-			return nil, &userErr{err}
-		}
-		users := map[string]bool{}
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"loom_memories"},
-			[]string{"workspace", "id", "category", "content", "user_id", "chat", "created_s", "created_ns", "superseded_by", "forgotten"},
-			pgx.CopyFromSlice(len(clean), func(i int) ([]any, error) {
-				m := clean[i]
-				users[m.User] = true
-				return []any{s.workspace, m.ID, m.Category, m.Content, m.User, m.Chat, m.CreatedAt.Unix(), int32(m.CreatedAt.Nanosecond()), m.SupersededBy, m.Forgotten}, nil
-			}))
-		if err != nil {
-			return nil, err
-		}
-		if len(users) > 64 {
-			return []string{""}, nil // one notice: the whole workspace
-		}
-		var list []string
-		for u := range users {
-			list = append(list, u)
-		}
-		return list, nil
-	}, func(ctx context.Context) (bool, error) {
-		var ok bool
-		err := s.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM loom_memories WHERE workspace = $1 AND id = $2)`, s.workspace, clean[0].ID).Scan(&ok)
-		return ok, err
-	})
+	}
+	return fmt.Errorf("memory: PostgreSQL: %w: %v", ErrUnavailable, last)
 }
 
 // MemoryFile returns user's MEMORY.md as consolidation keeps it in the

@@ -188,11 +188,14 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 }
 
-func TestImportBadLines(t *testing.T) {
-	good := `{"id":"a","category":"global_rule","content":"One","created_at":"2025-01-01T00:00:00Z"}`
-	tests := []struct {
-		name, line, want string
-	}{
+// badLines are import files' faults: a line, after a good memory and an
+// empty line, and the error that names it.
+type badLine struct{ name, line, want string }
+
+const goodLine = `{"id":"a","category":"global_rule","content":"One","created_at":"2025-01-01T00:00:00Z"}`
+
+func badLines() []badLine {
+	return []badLine{
 		{"json", `{"id":"b",`, "m.jsonl:3: unexpected EOF"},
 		{"unknown key", `{"id":"b","category":"global_rule","content":"x","colour":"red"}`, `m.jsonl:3: json: unknown field "colour"`},
 		{"two values", `{"id":"b","category":"global_rule","content":"x"} {}`, "m.jsonl:3: more than one JSON value"},
@@ -208,11 +211,14 @@ func TestImportBadLines(t *testing.T) {
 		{"scope", `{"id":"b","category":"global_rule","content":"x","superseded_by":"c"}` + "\n" + `{"id":"c","category":"global_rule","content":"y","user":"u1"}`, `m.jsonl:3: memory "b": memory "b" is workspace-wide: only a workspace-wide memory (no user) may supersede it, not one for user "u1"`},
 		{"too long", `{"id":"b","category":"global_rule","content":"` + strings.Repeat("x", 1<<20) + `"}`, `m.jsonl:3: memory "b": memory content is 1048576 bytes; the limit is 65536`},
 	}
-	for _, tt := range tests {
+}
+
+func TestImportBadLines(t *testing.T) {
+	for _, tt := range badLines() {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := t.TempDir()
 			file := filepath.Join(t.TempDir(), "m.jsonl")
-			os.WriteFile(file, []byte(good+"\n\n"+tt.line+"\n"), 0o644)
+			os.WriteFile(file, []byte(goodLine+"\n\n"+tt.line+"\n"), 0o644)
 			_, _, err := run(t, "import", "-w", ws, file)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v\nwant it to contain %s", err, tt.want)

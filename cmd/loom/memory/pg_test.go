@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +104,32 @@ func TestPostgresChosenByLoomYAML(t *testing.T) {
 	// --store sqlite still wins.
 	if out := mustRun(t, "list", "-w", ws, "--store", "sqlite"); strings.Contains(out, "Welsh") {
 		t.Errorf("--store sqlite listed PostgreSQL's memories:\n%s", out)
+	}
+}
+
+// On PostgreSQL an import streams too, with the same errors naming the
+// line, and is all or nothing: after a refused file the store is empty,
+// also when the bad line comes after thousands of good ones.
+func TestPostgresImportBadLines(t *testing.T) {
+	t.Setenv("LOOM_PG_DSN_TEST", testenv.PostgresDSN(t))
+	var many strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&many, `{"id":"m%d","category":"global_rule","content":"Rule %d."}`+"\n", i, i)
+	}
+	cases := append(badLines(), badLine{"after 3,000 good lines", many.String() + `{"id":"z","category":"global_rule"`, "m.jsonl:3003: unexpected EOF"})
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("LOOM_PG_WORKSPACE", "cmdtest/"+t.Name()+"/"+time.Now().Format(time.RFC3339Nano))
+			pg := []string{"-w", t.TempDir(), "--store", "postgres", "--dsn-env", "LOOM_PG_DSN_TEST"}
+			file := filepath.Join(t.TempDir(), "m.jsonl")
+			os.WriteFile(file, []byte(goodLine+"\n\n"+tt.line+"\n"), 0o644)
+			_, _, err := run(t, append([]string{"import", file}, pg...)...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v\nwant it to contain %s", err, tt.want)
+			}
+			if out := mustRun(t, append([]string{"export"}, pg...)...); out != "" {
+				t.Errorf("a failed import left %d memories", strings.Count(out, "\n"))
+			}
+		})
 	}
 }

@@ -157,9 +157,9 @@ func importRun(opts *Options) error {
 	return nil
 }
 
-// importAll streams src into a store that can take a stream (SQLite),
-// holding one line at a time; any other store gets the memories as one
-// slice, within memory.MaxImport.
+// importAll streams src into a store that can take a stream (SQLite and
+// PostgreSQL both can), holding one line at a time; any other store gets
+// the memories as one slice, within memory.MaxImport.
 func importAll(s memory.Store, src *lineSource) (int, error) {
 	ctx := context.Background()
 	if st, ok := s.(memory.Streamer); ok {
