@@ -545,6 +545,9 @@ func (g *Gateway) exchange(w http.ResponseWriter, r *http.Request, f front, st *
 	}
 	g.loomHeaders(w, q, tn.built)
 	w.Header().Set("X-Loom-Upstream-Model", call.Model)
+	if len(t.ToolsLeftOut) > 0 {
+		w.Header().Set("X-Loom-Tools-Left-Out", strings.Join(t.ToolsLeftOut, ", "))
+	}
 	return &exchange{w: w, r: r, f: f, st: st, tn: tn, q: q, client: client, call: call, ck: ck}, true
 }
 

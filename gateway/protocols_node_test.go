@@ -376,6 +376,14 @@ func TestNodeAnthropicSDK(t *testing.T) {
 // Claude Code's Read tool on it; given the result, it quotes it; anything
 // else is a pong.
 func claudeCodeModel(note string) func(text string, isResult bool) (reply, tool, args string) {
+	a, _ := json.Marshal(map[string]string{"file_path": note})
+	return noteModel("Read", string(a))
+}
+
+// noteModel is an agent's model: asked to read the note, it calls tool
+// with args; given the result, it quotes the note from it; anything else
+// is a pong.
+func noteModel(tool, args string) func(text string, isResult bool) (reply, tool, args string) {
 	return func(text string, isResult bool) (string, string, string) {
 		switch {
 		case isResult:
@@ -385,8 +393,7 @@ func claudeCodeModel(note string) func(text string, isResult bool) (reply, tool,
 			}
 			return "CC-DONE " + text[i:i+len("NOTE-BODY-")+4], "", ""
 		case strings.Contains(text, "read the note"):
-			a, _ := json.Marshal(map[string]string{"file_path": note})
-			return "", "Read", string(a)
+			return "", tool, args
 		}
 		return "PONG-CC-77", "", ""
 	}

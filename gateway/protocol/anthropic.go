@@ -383,8 +383,9 @@ func (t *Turn) anthropicAssistant(param string, blocks []anthropicBlock) error {
 
 // anthropicTools reads custom tools: name, description, input_schema.
 func anthropicTools(f map[string]json.RawMessage) ([]llm.Tool, error) {
-	return decodeTools(f, toolFields{kind: "custom", optionalKind: true, schema: "input_schema", requireSchema: true,
+	tools, _, err := decodeTools(f, toolFields{kind: "custom", optionalKind: true, schema: "input_schema", requireSchema: true,
 		refuse: "is a tool the provider runs; loom's upstream takes custom tools only"})
+	return tools, err
 }
 
 func anthropicToolChoice(f map[string]json.RawMessage) (llm.ToolChoice, *bool, error) {

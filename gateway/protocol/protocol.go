@@ -48,6 +48,11 @@ type Turn struct {
 	Stop     []string
 	Parallel *bool
 
+	// ToolsLeftOut names the tools of the request that loom's upstream
+	// cannot take and were left out of the call (the Responses API's
+	// provider-run and namespace tools): "web_search", "namespace x".
+	ToolsLeftOut []string
+
 	// PreviousResponseID is the Responses API's previous_response_id.
 	PreviousResponseID string
 	// NoStore is the Responses API's store: false.
@@ -237,20 +242,24 @@ func objectArgs(args string) json.RawMessage {
 // toolFields is how a protocol spells its tool definitions: the type its
 // tools carry (and whether it may be left out), the field holding the
 // input schema (and whether it must be there), and what to say of a tool
-// of another type.
+// of another type, or, when leaveOut is set, that such tools are left
+// out of the call rather than refused.
 type toolFields struct {
 	kind          string
 	optionalKind  bool
 	schema        string
 	requireSchema bool
 	refuse        string
+	leaveOut      bool
 }
 
 // decodeTools reads the tools field: a list of tools of one type, each
-// with a name, a description and an input schema.
-func decodeTools(f map[string]json.RawMessage, spec toolFields) ([]llm.Tool, error) {
+// with a name, a description and an input schema. A tool of another type
+// is refused, or with leaveOut left out and named in left ("web_search",
+// "namespace multi_agent_v1").
+func decodeTools(f map[string]json.RawMessage, spec toolFields) (out []llm.Tool, left []string, err error) {
 	if !has(f, "tools") {
-		return nil, nil
+		return nil, nil, nil
 	}
 	// Both protocols' schema fields are read; the one the protocol names
 	// counts.
@@ -262,29 +271,33 @@ func decodeTools(f map[string]json.RawMessage, spec toolFields) ([]llm.Tool, err
 		InputSchema map[string]any `json:"input_schema"`
 	}
 	if err := json.Unmarshal(f["tools"], &tools); err != nil {
-		return nil, ferr("tools", "must be a list of tools")
+		return nil, nil, ferr("tools", "must be a list of tools")
 	}
 	if len(tools) > MaxItems {
-		return nil, ferr("tools", "more than %d tools", MaxItems)
+		return nil, nil, ferr("tools", "more than %d tools", MaxItems)
 	}
-	out := make([]llm.Tool, 0, len(tools))
+	out = make([]llm.Tool, 0, len(tools))
 	for i, tl := range tools {
 		if tl.Type != spec.kind && !(spec.optionalKind && tl.Type == "") {
-			return nil, ferr(fmt.Sprintf("tools[%d].type", i), "%q %s", tl.Type, spec.refuse)
+			if !spec.leaveOut {
+				return nil, nil, ferr(fmt.Sprintf("tools[%d].type", i), "%q %s", tl.Type, spec.refuse)
+			}
+			left = append(left, strings.TrimSpace(tl.Type+" "+tl.Name))
+			continue
 		}
 		if tl.Name == "" {
-			return nil, ferr(fmt.Sprintf("tools[%d].name", i), "is required")
+			return nil, nil, ferr(fmt.Sprintf("tools[%d].name", i), "is required")
 		}
 		schema := tl.Parameters
 		if spec.schema == "input_schema" {
 			schema = tl.InputSchema
 		}
 		if schema == nil && spec.requireSchema {
-			return nil, ferr(fmt.Sprintf("tools[%d].%s", i, spec.schema), "is required")
+			return nil, nil, ferr(fmt.Sprintf("tools[%d].%s", i, spec.schema), "is required")
 		}
 		out = append(out, llm.Tool{Name: tl.Name, Description: tl.Description, Parameters: schema})
 	}
-	return out, nil
+	return out, left, nil
 }
 
 // writeEvent writes one server-sent event: its type and its data.

@@ -221,7 +221,7 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		`{"input":[{"role":"user","content":[{"type":"input_image"}]}]}`: "input[0].content[0].image_url",
 		`{"input":[{"type":"function_call","name":"f"}]}`:                "input[0]",
 		`{"input":[{"type":"item_reference","id":"msg_1"}]}`:             "input[0]",
-		`{"input":"x","tools":[{"type":"web_search"}]}`:                  "tools[0].type",
+		`{"input":"x","tools":[{"type":"function","parameters":{}}]}`:    "tools[0].name",
 		`{"input":"x","tool_choice":"sometimes"}`:                        "tool_choice",
 		`{"input":"x","max_output_tokens":0}`:                            "max_output_tokens",
 		`{"input":"x","text":{"format":{"type":"json_schema"}}}`:         "text.format.schema",
@@ -391,4 +391,24 @@ func FuzzDecoders(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Tools loom's upstream cannot take (a provider-run web_search, Codex's
+// namespace of tools) are left out of the call and named, not refused;
+// function tools stay.
+func TestResponsesToolsLeftOut(t *testing.T) {
+	body := `{"model":"m","input":"hi","tools":[
+		{"type":"function","name":"exec_command","description":"Run.","parameters":{"type":"object"}},
+		{"type":"namespace","name":"multi_agent_v1","description":"Agents.","tools":[{"type":"function","name":"spawn","parameters":{"type":"object"}}]},
+		{"type":"web_search","external_web_access":false}]}`
+	turn, err := protocol.DecodeResponses([]byte(body), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turn.Call.Tools) != 1 || turn.Call.Tools[0].Name != "exec_command" {
+		t.Errorf("tools: %+v", turn.Call.Tools)
+	}
+	if !reflect.DeepEqual(turn.ToolsLeftOut, []string{"namespace multi_agent_v1", "web_search"}) {
+		t.Errorf("left out: %q", turn.ToolsLeftOut)
+	}
 }

@@ -88,7 +88,7 @@ func DecodeResponses(body []byte, resolve Resolver) (*Turn, error) {
 		}
 		t.Parallel = &p
 	}
-	if t.Call.Tools, err = responsesTools(f); err != nil {
+	if t.Call.Tools, t.ToolsLeftOut, err = responsesTools(f); err != nil {
 		return nil, err
 	}
 	if t.Call.ToolChoice, err = responsesToolChoice(f); err != nil {
@@ -305,9 +305,12 @@ func responsesOutput(param string, raw json.RawMessage) (messages.Content, error
 }
 
 // responsesTools reads function tools: name, description, parameters.
-func responsesTools(f map[string]json.RawMessage) ([]llm.Tool, error) {
-	return decodeTools(f, toolFields{kind: "function", schema: "parameters",
-		refuse: "is a tool the provider runs; loom's upstream takes function tools only"})
+// Other tools (the ones the provider runs, such as web_search, and
+// namespaces of tools) are left out: an agent like Codex offers them with
+// every request, and a Chat Completions or Anthropic upstream can run
+// none of them.
+func responsesTools(f map[string]json.RawMessage) ([]llm.Tool, []string, error) {
+	return decodeTools(f, toolFields{kind: "function", schema: "parameters", leaveOut: true})
 }
 
 func responsesToolChoice(f map[string]json.RawMessage) (llm.ToolChoice, error) {
