@@ -165,7 +165,7 @@ const (
 	RetrievalPriority = "priority"
 	RetrievalRelevant = "relevant"
 	// DefaultRetrieval is the mode when loom.yaml names none.
-	DefaultRetrieval = RetrievalPriority
+	DefaultRetrieval = RetrievalRelevant
 )
 
 // Relevant says whether a turn's memories are partly chosen by relevance
