@@ -67,7 +67,8 @@ var pageTemplates = sync.OnceValue(func() *template.Template {
 			}
 			return min(100, float64(tokens)*100/float64(budget))
 		},
-		"ts": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
+		"ts":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
+		"score": scoreText,
 	}).ParseFS(templateFS, "templates/*.html"))
 })
 
@@ -249,8 +250,16 @@ func controls(q url.Values) (Controls, error) {
 	if c.Encoding != "" && c.Model != "" {
 		return c, errors.New("encoding and model cannot be given together")
 	}
+	c.Message = strings.TrimSpace(q.Get("message"))
+	if len(c.Message) > maxMessage {
+		c.Message = strings.ToValidUTF8(c.Message[:maxMessage], "")
+	}
 	return c, nil
 }
+
+// maxMessage bounds the message control: enough for a question, and the
+// recall reads only its first words anyway (memory.MaxQueryTerms).
+const maxMessage = 4096
 
 func limit(s string) string {
 	s = strings.TrimSpace(s)
@@ -290,6 +299,11 @@ func (in *Inspector) build(ctx context.Context, ws *server.Workspace, c Controls
 		}
 	}
 	v.Memory = memoryView(ctx, ws.Door, c, res.Report.Encoding)
+	if c.Message != "" {
+		// What a turn with this message would recall beside it, with
+		// each memory's score and why (nil with retrieval: priority).
+		v.Memory.Recall = st.builder().Recall(ctx, res, c.Message, "")
+	}
 	st.mu.Lock()
 	for _, p := range st.pins {
 		v.Pins = append(v.Pins, p.Pin)

@@ -47,6 +47,9 @@ type Controls struct {
 	TestMode bool
 	Tools    string // comma-separated; "" means all
 	Subagent bool
+	// Message is a current message to recall memories for, as a turn
+	// would with memory.retrieval: relevant; "" recalls nothing.
+	Message string
 }
 
 // Section is one top-level section of the prompt, with its nested parts.
@@ -84,6 +87,10 @@ type MemoryView struct {
 	LeftOut  []LeftOut
 	Error    string
 	Cats     []memory.Category
+	// Relevant is memory.retrieval: relevant; Recall is what the
+	// Message control recalls then (nil without a message).
+	Relevant bool
+	Recall   *memory.Recall
 }
 
 // LeftOut is a memory the prompt left out, and why.
@@ -129,6 +136,7 @@ func (c Controls) query() string {
 	if c.Subagent {
 		add("subagent", "1")
 	}
+	add("message", c.Message)
 	return strings.Join(parts, "&")
 }
 
@@ -244,6 +252,10 @@ func memoryView(ctx context.Context, ws *workspace.Workspace, c Controls, encodi
 	if budget == 0 {
 		budget = config.DefaultMemoryBudget
 	}
+	mv.Relevant = cfg.Memory.Relevant()
+	if mv.Relevant { // the system prompt's share, as the render has it
+		budget -= prompt.RecallShare(budget)
+	}
 	counter, err := tokens.Get(encoding)
 	if err != nil {
 		counter, _ = tokens.Get(tokens.Default)
@@ -264,6 +276,10 @@ func memoryView(ctx context.Context, ws *workspace.Workspace, c Controls, encodi
 	}
 	return mv
 }
+
+// scoreText shows a recalled memory's score: a store's relevance, or 0
+// for a memory chosen by priority order.
+func scoreText(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
 
 func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))

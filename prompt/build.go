@@ -302,7 +302,7 @@ func (b *Builder) selectMemories(ctx context.Context, st *state) *memory.Selecti
 	if st.cfg.Memory.Relevant() {
 		// The system prompt keeps its share by priority; the rest is
 		// filled per turn beside the message (recall.go).
-		budget -= recallShare(budget)
+		budget -= RecallShare(budget)
 	}
 	var sel memory.SelectOptions
 	if st.opts.ChatID != "" && st.cfg.Memory.ExcludesCurrentChat() {

@@ -7,11 +7,11 @@ import (
 	"github.com/loomctx/loom/memory"
 )
 
-// recallShare is the part of the memory budget that memory.retrieval:
+// RecallShare is the part of a memory budget that memory.retrieval:
 // relevant keeps for the memories recalled per turn: half. The other half
 // holds the priority selection in the system prompt, which then stays the
 // same from turn to turn.
-func recallShare(budget int) int { return budget / 2 }
+func RecallShare(budget int) int { return budget / 2 }
 
 // recallPlan is what a render leaves for [Builder.Recall].
 type recallPlan struct {

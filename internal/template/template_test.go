@@ -265,7 +265,7 @@ func TestInspectorPages(t *testing.T) {
 	}
 	f := template.FuncMap{"markdown": func(string) template.HTML { return "" }, "pct": func(float64) string { return "" },
 		"prio": func(*int) string { return "" }, "join": strings.Join, "budgetPct": func(int, int) float64 { return 0 },
-		"ts": func(time.Time) string { return "" }}
+		"ts": func(time.Time) string { return "" }, "score": func(float64) string { return "" }}
 	tm, err := template.NewHTML("").Funcs(f).ParseFS(fsys, "templates/*.html")
 	if err != nil {
 		t.Fatal(err)
