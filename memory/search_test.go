@@ -330,3 +330,24 @@ func TestImportOptimizesIndex(t *testing.T) {
 		t.Errorf("a small import's memory by its own text: %v", got)
 	}
 }
+
+// Search after Close fails instead of opening connections again.
+func TestSearchAfterClose(t *testing.T) {
+	s, err := OpenSQLite(filepath.Join(t.TempDir(), "memory.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Add(ctx, NewMemory{Category: "personal_fact", Content: "Likes green tea"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := searchIDs(t, s, SearchQuery{Text: "tea"}); len(got) != 1 {
+		t.Fatalf("before Close: %v", got)
+	}
+	s.Close()
+	if _, err := s.Search(ctx, SearchQuery{Text: "tea"}); err == nil {
+		t.Error("Search after Close: no error")
+	}
+	if s.searchDB != nil {
+		t.Error("Search after Close opened its connections again")
+	}
+}

@@ -118,6 +118,7 @@ type SQLite struct {
 	searchMu  sync.Mutex
 	searchDB  *sql.DB
 	searchSt  *searchStmts
+	closed    bool // under searchMu: Search opens nothing after Close
 }
 
 var _ Store = (*SQLite)(nil)
@@ -208,6 +209,7 @@ func (s *SQLite) Path() string { return s.path }
 // Close closes the database.
 func (s *SQLite) Close() error {
 	s.searchMu.Lock()
+	s.closed = true
 	if s.searchSt != nil {
 		s.searchSt.close()
 		s.searchSt = nil

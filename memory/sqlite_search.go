@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -90,6 +91,9 @@ func (s *SQLite) searchStatements(ctx context.Context) (*searchStmts, error) {
 	defer s.searchMu.Unlock()
 	if s.searchSt != nil {
 		return s.searchSt, nil
+	}
+	if s.closed {
+		return nil, errors.New("the memory store is closed")
 	}
 	if s.searchDB == nil {
 		db, err := sql.Open("sqlite", s.searchDSN)
