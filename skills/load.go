@@ -170,9 +170,9 @@ type Loader struct {
 // Key: the file (fileKey: its source, root and path). Valid while the
 // file's door hands out the same *workspace.File for it, which it does
 // while the file is unchanged on disk: an entry whose file is another
-// pointer is replaced, never changed. Entries that no Load used (none
-// numbered with the latest load) are swept once the cache holds more than
-// twice what is in use.
+// pointer is replaced, never changed. Entries the latest Load did not use
+// are swept after a load that took nothing from loadMemo, and otherwise
+// once the cache holds more than twice (plus 64) the skills in use.
 type parseCache struct {
 	mu    sync.Mutex // guards m while files load in parallel
 	m     map[fileKey]*cacheEntry
