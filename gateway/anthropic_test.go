@@ -25,11 +25,18 @@ type anthropicUp struct {
 	mu       sync.Mutex
 	requests []recorded
 	reply    func(w http.ResponseWriter, body map[string]any)
+	// modelList answers GET /v1/models (404 when ""); modelAsks are the
+	// requests it got.
+	modelList string
+	modelAsks []*http.Request
 }
 
 func newAnthropicUp(t *testing.T) *anthropicUp {
 	u := &anthropicUp{}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answerModels(w, r, &u.mu, &u.modelList, &u.modelAsks) {
+			return
+		}
 		if r.URL.Path != "/v1/messages" {
 			http.Error(w, "not the Messages API: "+r.URL.Path, 404)
 			return

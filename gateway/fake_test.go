@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,6 +30,29 @@ type upstream struct {
 	// consolidation call gets; consolidations counts those calls.
 	consolidateArgs string
 	consolidations  int
+	// modelList answers GET /v1/models (404 when ""); modelAsks are the
+	// requests it got.
+	modelList string
+	modelAsks []*http.Request
+}
+
+// models answers GET /v1/models from list, recording the request; false
+// for any other request.
+func answerModels(w http.ResponseWriter, r *http.Request, mu *sync.Mutex, list *string, asks *[]*http.Request) bool {
+	if r.Method != http.MethodGet || r.URL.Path != "/v1/models" {
+		return false
+	}
+	mu.Lock()
+	*asks = append(*asks, r.Clone(context.Background()))
+	body := *list
+	mu.Unlock()
+	if body == "" {
+		http.NotFound(w, r)
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, body)
+	return true
 }
 
 type recorded struct {
@@ -40,6 +64,9 @@ type recorded struct {
 func newUpstream(t *testing.T) *upstream {
 	u := &upstream{cancelled: make(chan struct{}, 8)}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answerModels(w, r, &u.mu, &u.modelList, &u.modelAsks) {
+			return
+		}
 		raw, _ := io.ReadAll(r.Body)
 		var body map[string]any
 		json.Unmarshal(raw, &body)

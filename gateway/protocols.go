@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/gateway/protocol"
@@ -724,8 +725,9 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, ws *server
 	writeJSONBody(w, []byte(`{"input_tokens":`+strconv.Itoa(n)+`}`))
 }
 
-// models lists the configured model and the aliases, in OpenAI's shape or
-// Anthropic's (when the client sends anthropic-version).
+// models lists the configured model, the aliases and the upstream's own
+// models, in OpenAI's shape or Anthropic's (when the client sends
+// anthropic-version).
 func (g *Gateway) models(w http.ResponseWriter, r *http.Request, ws *server.Workspace) {
 	f := frontOf(r)
 	st, ok := g.ready(w, r, ws, f)
@@ -733,6 +735,7 @@ func (g *Gateway) models(w http.ResponseWriter, r *http.Request, ws *server.Work
 		return
 	}
 	list := modelList(st)
+	list = appendListed(list, g.upstreamModels(r, st))
 	if f == frontAnthropic {
 		writeJSONBody(w, protocol.AnthropicModels(list))
 		return
@@ -752,6 +755,87 @@ func modelList(st *upstream) []protocol.Model {
 		}
 	}
 	return out
+}
+
+// listedModels is an upstream's model list as last asked, or the failure.
+type listedModels struct {
+	ids   []string
+	until time.Time
+}
+
+// How long an upstream's model list is kept (a failure for less), and how
+// long it may take to answer: /models is what a model picker or a "test
+// connection" button calls, so a slow upstream must not hold it up.
+const (
+	listedFor      = time.Minute
+	listFailedFor  = 10 * time.Second
+	listingTimeout = 2 * time.Second
+)
+
+// upstreamModels is the upstream's own model list, asked with the key a
+// turn would send (loom's, or the client's under gateway.forward_auth;
+// never loom's own token) and kept briefly per key. Any failure is an
+// empty list: the configured model and the aliases are listed anyway.
+func (g *Gateway) upstreamModels(r *http.Request, st *upstream) []string {
+	ck, err := g.clientKey(r, st)
+	if err != nil {
+		return nil // the client's key may not go to this upstream
+	}
+	client := st.turns
+	if ck != "" {
+		lc := st.lc
+		lc.APIKey, lc.MaxRetries = ck, -1
+		if client, err = llm.New(lc, llm.WithHTTPClient(g.hc)); err != nil {
+			return nil
+		}
+	}
+	lister, ok := client.(llm.ModelLister)
+	if !ok {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(ck))
+	key := hex.EncodeToString(sum[:])
+	now := g.opts.Now()
+	st.listedMu.Lock()
+	if e, ok := st.listed[key]; ok && now.Before(e.until) {
+		st.listedMu.Unlock()
+		return e.ids
+	}
+	st.listedMu.Unlock()
+	ctx, cancel := context.WithTimeout(r.Context(), listingTimeout)
+	defer cancel()
+	ids, err := lister.Models(ctx)
+	until := now.Add(listedFor)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return nil // the client left: nothing learnt about the upstream
+		}
+		g.log.Info("gateway: the upstream's model list is not available", "upstream", st.host, "err", redact.String(err.Error()))
+		ids, until = nil, now.Add(listFailedFor)
+	}
+	st.listedMu.Lock()
+	if st.listed == nil || len(st.listed) >= 64 {
+		st.listed = map[string]listedModels{}
+	}
+	st.listed[key] = listedModels{ids: ids, until: until}
+	st.listedMu.Unlock()
+	return ids
+}
+
+// appendListed adds the upstream's models not already in list, in the
+// upstream's order.
+func appendListed(list []protocol.Model, ids []string) []protocol.Model {
+	seen := make(map[string]bool, len(list))
+	for _, m := range list {
+		seen[m.ID] = true
+	}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			list = append(list, protocol.Model{ID: id})
+		}
+	}
+	return list
 }
 
 func isConfigError(err error) bool {

@@ -231,3 +231,99 @@ func TestMessagesThinkingReplayed(t *testing.T) {
 		})
 	}
 }
+
+// GET /v1/models adds the upstream's own list (GET {base}/models on an
+// OpenAI-compatible upstream, GET /v1/models on Anthropic's) after the
+// configured model and the aliases, asked with loom's key and kept for a
+// while; an upstream that cannot list leaves the list as it was.
+func TestModelsFromUpstream(t *testing.T) {
+	ids := func(t *testing.T, base string, headers ...string) []string {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+"/v1/models", nil)
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != 200 {
+			t.Fatalf("%d %v", res.StatusCode, err)
+		}
+		var got []string
+		for _, m := range out.Data {
+			got = append(got, m.ID)
+		}
+		return got
+	}
+	const aliases = "gateway:\n  models:\n    claude-sonnet-4-5: {}\n"
+	t.Run("openai", func(t *testing.T) {
+		e := setup(t, aliases)
+		e.up.modelList = `{"object":"list","data":[{"id":"up-model-b","object":"model"},{"id":"fake-model","object":"model"},{"id":"up-model-a","object":"model"},{"id":""}]}`
+		for range 2 {
+			if got := strings.Join(ids(t, e.base), ","); got != "fake-model,claude-sonnet-4-5,up-model-b,up-model-a" {
+				t.Errorf("list: %s", got)
+			}
+		}
+		if len(e.up.modelAsks) != 1 {
+			t.Fatalf("the upstream was asked %d times, want once (the list is kept)", len(e.up.modelAsks))
+		}
+		if got := e.up.modelAsks[0].Header.Get("Authorization"); got != "Bearer sk-upstream-secret" {
+			t.Errorf("asked with Authorization %q, want loom's key", got)
+		}
+	})
+	t.Run("anthropic", func(t *testing.T) {
+		e, up := setupAnthropic(t, aliases)
+		up.modelList = `{"data":[{"type":"model","id":"claude-up-1","display_name":"Up 1","created_at":"2026-01-01T00:00:00Z"}],"has_more":false,"first_id":"claude-up-1","last_id":"claude-up-1"}`
+		if got := strings.Join(ids(t, e.base, "Anthropic-Version", "2023-06-01"), ","); got != "claude-fake,claude-sonnet-4-5,claude-up-1" {
+			t.Errorf("list: %s", got)
+		}
+		ask := up.modelAsks[0]
+		if ask.Header.Get("X-Api-Key") != "sk-ant-upstream-secret" || ask.Header.Get("Anthropic-Version") == "" || ask.URL.Query().Get("limit") != "1000" {
+			t.Errorf("asked as %s with headers %v", ask.URL, ask.Header)
+		}
+	})
+	t.Run("no list", func(t *testing.T) {
+		e := setup(t, aliases) // the fake answers 404
+		if got := strings.Join(ids(t, e.base), ","); got != "fake-model,claude-sonnet-4-5" {
+			t.Errorf("list: %s", got)
+		}
+	})
+	// With no key of loom's own and gateway.forward_auth, the client's key
+	// asks for the list, as it would send a turn; loom's own token never
+	// goes.
+	t.Run("forward_auth", func(t *testing.T) {
+		t.Setenv("LOOM_TEST_UPSTREAM_KEY", "")
+		t.Setenv("LOOM_ALLOWED_ENDPOINTS", "127.0.0.1")
+		up := newUpstream(t)
+		up.modelList = `{"data":[{"id":"up-model-a"}]}`
+		base := forwardEnv(t, writeWorkspace(t, up.URL, "gateway:\n  forward_auth: true\n"), false, "srv-token-0123456789")
+		if got := strings.Join(ids(t, base, "Authorization", "Bearer srv-token-0123456789"), ","); got != "fake-model,up-model-a" {
+			t.Errorf("list: %s", got)
+		}
+		for i, ask := range up.modelAsks {
+			if h := ask.Header.Get("Authorization") + ask.Header.Get("X-Api-Key"); strings.Contains(h, "srv-token") {
+				t.Errorf("ask %d carried loom's own token: %q", i, h)
+			}
+		}
+		// A server without tokens of its own: the client's bearer is its key.
+		up2 := newUpstream(t)
+		up2.modelList = `{"data":[{"id":"up-model-c"}]}`
+		base2 := forwardEnv(t, writeWorkspace(t, up2.URL, "gateway:\n  forward_auth: true\n"), false)
+		if got := strings.Join(ids(t, base2, "Authorization", "Bearer sk-client-own-1234"), ","); got != "fake-model,up-model-c" {
+			t.Errorf("list: %s", got)
+		}
+		if len(up2.modelAsks) != 1 || up2.modelAsks[0].Header.Get("Authorization") != "Bearer sk-client-own-1234" {
+			t.Errorf("asks %d; want one with the client's key", len(up2.modelAsks))
+		}
+		if len(up.modelAsks) != 1 || up.modelAsks[0].Header.Get("Authorization") != "" {
+			t.Errorf("asks: %d, first with Authorization %q (want one, with no key)", len(up.modelAsks), up.modelAsks[0].Header.Get("Authorization"))
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/loomctx/loom/config"
@@ -44,6 +45,11 @@ type upstream struct {
 	counter   tokens.Counter
 	loc       *time.Location
 	placement messages.Placement
+
+	// listed keeps the upstream's own model list briefly, per key it was
+	// asked with (see upstreamModels).
+	listedMu sync.Mutex
+	listed   map[string]listedModels
 }
 
 // upstreamFor returns the workspace's upstream for its current loom.yaml.

@@ -42,6 +42,12 @@ func (t *transport) bodyLimit() int64 { return 4*t.cfg.MaxReplyBytes + 1<<20 }
 // post sends body to path and returns the response when the status is 2xx;
 // any other status is read (bounded) into an APIError.
 func (t *transport) post(ctx context.Context, path string, body []byte, header http.Header) (*http.Response, error) {
+	header.Set("Content-Type", "application/json")
+	return t.send(ctx, http.MethodPost, path, "", bytes.NewReader(body), header)
+}
+
+// send makes one request to path (and query) under the base URL; see post.
+func (t *transport) send(ctx context.Context, method, path, query string, body io.Reader, header http.Header) (*http.Response, error) {
 	u, err := parseBase(t.cfg)
 	if err != nil {
 		return nil, err
@@ -50,12 +56,14 @@ func (t *transport) post(ctx context.Context, path string, body []byte, header h
 	// api-version, say) stays.
 	u.Path = strings.TrimRight(u.Path, "/") + path
 	u.RawPath = ""
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if query != "" {
+		u.RawQuery = strings.TrimPrefix(u.RawQuery+"&"+query, "&")
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, fmt.Errorf("llm: %s: %v", t.endpoint, t.scrub(err.Error()))
 	}
 	req.Header = header
-	req.Header.Set("Content-Type", "application/json")
 	resp, err := t.http.Do(req)
 	if err != nil {
 		return nil, t.transportError(err)
