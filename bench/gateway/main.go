@@ -48,7 +48,8 @@ func main() {
 		rate     = flag.Float64("rate", 0, "requests per second of the open-loop phases; 0 means a third of loom's closed-loop throughput")
 		sess     = flag.String("session", "bench", "X-Loom-Session of the requests through loom; empty sends none (nothing is saved)")
 		protos   = flag.Bool("protocols", false, "compare the wire formats instead: the same turn as Chat Completions, Responses and Messages, at 1 and -c clients, each client its own session")
-		rounds   = flag.Int("rounds", 3, "with -protocols: rounds of every phase, alternating; medians are printed")
+		fitting  = flag.Bool("fit", false, "measure context-window fitting instead: a 200-message request counted only, fitted with nothing to drop, and fitted with drops, at 1 and -c clients")
+		rounds   = flag.Int("rounds", 3, "with -protocols or -fit: rounds of every phase, alternating; medians are printed")
 	)
 	flag.Parse()
 	if *upstream {
@@ -59,8 +60,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gateway-load: -w DIR is required")
 		os.Exit(2)
 	}
-	if *protos {
-		if err := runProtocols(*loom, *ws, *conc, *dur, *rounds); err != nil {
+	if *protos || *fitting {
+		targets, extra := protocolTargets(), ""
+		if *fitting {
+			targets, extra = fitTargets()
+		}
+		if err := runTargets(*loom, *ws, *conc, *dur, *rounds, targets, extra); err != nil {
 			fmt.Fprintln(os.Stderr, "gateway-load:", err)
 			os.Exit(1)
 		}
@@ -100,7 +105,7 @@ func serveUpstream() {
 }
 
 func run(loom, ws string, conc int, dur time.Duration, rate float64, sess string) error {
-	up, srv, upAddr, addr, err := start(loom, ws)
+	up, srv, upAddr, addr, err := start(loom, ws, "")
 	if err != nil {
 		return err
 	}
@@ -109,9 +114,9 @@ func run(loom, ws string, conc int, dur time.Duration, rate float64, sess string
 	return measure(up, srv, ws, upAddr, addr, conc, dur, rate, sess)
 }
 
-// start runs the fake upstream and loom serve on ws, pointed at it, and
-// waits until loom is ready.
-func start(loom, ws string) (up, srv *exec.Cmd, upAddr, addr string, err error) {
+// start runs the fake upstream and loom serve on ws, pointed at it (with
+// extra added to its loom.yaml), and waits until loom is ready.
+func start(loom, ws, extra string) (up, srv *exec.Cmd, upAddr, addr string, err error) {
 	self, _ := os.Executable()
 	up = exec.Command(self, "-upstream")
 	out, err := up.StdoutPipe()
@@ -133,7 +138,7 @@ func start(loom, ws string) (up, srv *exec.Cmd, upAddr, addr string, err error) 
 		return fail(err)
 	}
 	upAddr = strings.TrimSpace(upAddr)
-	yaml := fmt.Sprintf("llm:\n  provider: openai\n  base_url: http://%s/v1\n  model: fake-model\n  extraction:\n    enabled: false\n  consolidation:\n    enabled: false\n", upAddr)
+	yaml := fmt.Sprintf("llm:\n  provider: openai\n  base_url: http://%s/v1\n  model: fake-model\n  extraction:\n    enabled: false\n  consolidation:\n    enabled: false\n%s", upAddr, extra)
 	if err := os.WriteFile(filepath.Join(ws, "loom.yaml"), []byte(yaml), 0o644); err != nil {
 		return fail(err)
 	}

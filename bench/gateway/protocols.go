@@ -34,6 +34,8 @@ type target struct {
 	headers map[string]string
 	// done checks a whole answer: its size and last bytes.
 	done func(size int, tail []byte) bool
+	// check, when set, checks the target once more before measuring.
+	check func(url string) error
 }
 
 func protocolTargets() []target {
@@ -52,14 +54,15 @@ func protocolTargets() []target {
 	}
 }
 
-func runProtocols(loom, ws string, conc int, dur time.Duration, rounds int) error {
-	up, srv, upAddr, addr, err := start(loom, ws)
+// runTargets measures targets, the first of them the upstream itself, as
+// the -protocols and -fit modes do.
+func runTargets(loom, ws string, conc int, dur time.Duration, rounds int, targets []target, extraYAML string) error {
+	up, srv, upAddr, addr, err := start(loom, ws, extraYAML)
 	if err != nil {
 		return err
 	}
 	defer up.Process.Kill()
 	defer srv.Process.Kill()
-	targets := protocolTargets()
 	url := func(t target) string {
 		if t.path == "" {
 			return "http://" + upAddr + "/v1/chat/completions"
@@ -71,6 +74,11 @@ func runProtocols(loom, ws string, conc int, dur time.Duration, rounds int) erro
 		var r result
 		if !sendTo(http.DefaultClient, url(t), t, t.headers, make([]byte, 32<<10), time.Now(), &r) {
 			return fmt.Errorf("%s: the check request failed", t.name)
+		}
+		if t.check != nil {
+			if err := t.check(url(t)); err != nil {
+				return fmt.Errorf("%s: %v", t.name, err)
+			}
 		}
 	}
 	fmt.Printf("workspace %s, streamed reply of 2 KiB of text, %s per phase, %d rounds; medians of the rounds\n\n", ws, dur, rounds)
