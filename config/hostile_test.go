@@ -28,7 +28,7 @@ func TestConfigHostile(t *testing.T) {
 		{"too many entries", "budget:\n  sections:\n" + strings.Repeat("    a: 1\n", 10001), `loom.yaml:2: budget.sections: more than 10000 entries`},
 		{"bool for string", "name: true\n", `loom.yaml:1: name: expected a string, got true or false`},
 		{"alias of a list into a string", "disable: &d [a]\nname: *d\n", `loom.yaml:2: name: expected a string, got a list`},
-		{"too large", "name: x\n" + strings.Repeat("#", MaxSize), "loom.yaml: 1048584 bytes is larger than loom.yaml may be (1048576)"},
+		{"too large", "name: x\n" + strings.Repeat("#", MaxSize), "loom.yaml: file is too large (1048584 bytes; the limit is 1048576, whatever max_file_size allows other files)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := parse(t, tt.yaml)

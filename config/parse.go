@@ -30,7 +30,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	cfg.File = name
 	cfg.lines = make(map[string]int, min(bytes.Count(data, []byte(":"))+bytes.Count(data, []byte("\n")), 4*MaxEntries)) // sized once: no regrowth
 	if len(data) > MaxSize {
-		return nil, &Error{File: name, Msg: fmt.Sprintf("%d bytes is larger than loom.yaml may be (%d)", len(data), MaxSize)}
+		return nil, &Error{File: name, Msg: fmt.Sprintf("file is too large (%d bytes; the limit is %d, whatever max_file_size allows other files)", len(data), MaxSize)}
 	}
 	body, err := yamlsafe.Parse(data, yamlsafe.Limits{MaxBytes: MaxSize})
 	if err != nil {
