@@ -55,9 +55,9 @@ func CheckTime(t time.Time) error {
 	return nil
 }
 
-// PrepareImport checks and normalises an import the same way for every
+// PrepareImport checks and cleans an import the same way for every
 // store, before any database is touched: each memory has an id given once,
-// a known category, content that normalises, a created_at within
+// a known category, content that cleans ([Clean]), a created_at within
 // [CheckTime]'s range (a zero one becomes now), no superseded_by naming
 // itself, and no loop of superseded_by links among the memories given. It
 // returns the cleaned copies; errors are *[ImportError].
@@ -127,8 +127,8 @@ func PrepareImport(cats []Category, now time.Time, ms []Memory) ([]Memory, error
 var ErrDuplicateID = errors.New("id appears twice")
 
 // PrepareOne is PrepareImport's check and cleaning of one memory, alone:
-// an id, a known category, content that normalises, a time in range (a
-// zero one becomes now), no superseded_by naming itself. A store that
+// an id, a known category, content that cleans ([Clean]), a time in range
+// (a zero one becomes now), no superseded_by naming itself. A store that
 // streams an import checks each memory with it as it is read, and the
 // rest (ids given twice, links, loops) once the import is staged.
 func PrepareOne(cats []Category, now time.Time, m Memory) (Memory, error) {
@@ -138,7 +138,7 @@ func PrepareOne(cats []Category, now time.Time, m Memory) (Memory, error) {
 	if err := CheckCategory(cats, m.Category); err != nil {
 		return m, err
 	}
-	content, err := Normalize(m.Content)
+	content, err := Clean(m.Content)
 	if err != nil {
 		return m, err
 	}
@@ -207,12 +207,13 @@ func CheckImportLinks(ms []Memory, stored func(id string) (user string, ok bool,
 }
 
 // CheckAdd checks a batch for Add before any database is touched: content
-// normalises and the category is known. It fills Category, Content, User and Chat of the
+// cleans ([Clean]: kept as given, white space aside) and the category is
+// known. It fills Category, Content, User and Chat of the
 // returned memories; the store stamps ID and CreatedAt.
 func CheckAdd(cats []Category, ms []NewMemory) ([]Memory, error) {
 	out := make([]Memory, len(ms))
 	for i, n := range ms {
-		content, err := Normalize(n.Content)
+		content, err := Clean(n.Content)
 		if err != nil {
 			return nil, err
 		}

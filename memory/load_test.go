@@ -103,7 +103,7 @@ func consistent(ms []Memory, writers int) error {
 	}
 	for _, m := range ms {
 		var w, i int
-		if _, err := fmt.Sscanf(m.Content, "writer %d memory %d.", &w, &i); err != nil {
+		if _, err := fmt.Sscanf(m.Content, "writer %d memory %d", &w, &i); err != nil {
 			return fmt.Errorf("unexpected content %q", m.Content)
 		}
 		if seen[w][i] {

@@ -24,12 +24,13 @@ func (e *ContentTooLongError) Error() string {
 	return fmt.Sprintf("memory content is %d bytes; the limit is %d", e.Size, e.Limit)
 }
 
-// Normalize returns content the way it is stored: trimmed, every run of
-// white space collapsed to one space, and ending with a full stop unless it
-// already ends with ".", "!" or "?". Empty content is rejected with
-// [ErrEmptyContent], content over [MaxContentBytes] with a
-// *[ContentTooLongError].
-func Normalize(content string) (string, error) {
+// Clean returns content the way a store keeps it: trimmed, and every run
+// of white space collapsed to one space, since a memory is one item of a
+// list in the prompt; nothing is added, so what a person typed (`loom
+// memory add`, the API, MCP's remember, an import) is kept as typed.
+// Empty content is rejected with [ErrEmptyContent], content over
+// [MaxContentBytes] with a *[ContentTooLongError].
+func Clean(content string) (string, error) {
 	// A cheap guard first, so a huge input is refused before it is copied.
 	if len(content) > 4*MaxContentBytes {
 		return "", &ContentTooLongError{Size: len(content), Limit: MaxContentBytes}
@@ -38,13 +39,27 @@ func Normalize(content string) (string, error) {
 	if s == "" {
 		return "", ErrEmptyContent
 	}
-	switch s[len(s)-1] {
-	case '.', '!', '?':
-	default:
-		s += "."
-	}
 	if len(s) > MaxContentBytes {
 		return "", &ContentTooLongError{Size: len(s), Limit: MaxContentBytes}
 	}
 	return s, nil
+}
+
+// Normalize is [Clean] for what a model extracted from a conversation: it
+// also ends the content with a full stop unless it ends with ".", "!" or
+// "?", so that the same fact said with and without one is found a
+// duplicate. It fails as Clean does, the full stop counted in the limit.
+func Normalize(content string) (string, error) {
+	s, err := Clean(content)
+	if err != nil {
+		return "", err
+	}
+	switch s[len(s)-1] {
+	case '.', '!', '?':
+		return s, nil
+	}
+	if len(s)+1 > MaxContentBytes {
+		return "", &ContentTooLongError{Size: len(s) + 1, Limit: MaxContentBytes}
+	}
+	return s + ".", nil
 }

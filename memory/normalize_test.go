@@ -80,3 +80,30 @@ func TestCheckCategory(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Clean keeps what was given, white space aside: no full stop is added
+// (a person's `loom memory add`, the API, an import), unlike Normalize,
+// extraction's form.
+func TestClean(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"Respond in French", "Respond in French"},
+		{"  Respond   in\tFrench \n", "Respond in French"},
+		{"Ends with a colon:", "Ends with a colon:"},
+		{"line one\r\nline two", "line one line two"},
+		{"Never use tables.", "Never use tables."},
+	} {
+		if got, err := Clean(tt.in); err != nil || got != tt.want {
+			t.Errorf("Clean(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+	if _, err := Clean(" \t\n"); !errors.Is(err, ErrEmptyContent) {
+		t.Errorf("Clean(blank) err = %v, want ErrEmptyContent", err)
+	}
+	var tl *ContentTooLongError
+	if _, err := Clean(strings.Repeat("a", MaxContentBytes+1)); !errors.As(err, &tl) {
+		t.Errorf("Clean(over the limit) err = %v, want *ContentTooLongError", err)
+	}
+	if _, err := Clean(strings.Repeat("a", MaxContentBytes)); err != nil {
+		t.Errorf("Clean(exactly the limit): %v", err)
+	}
+}

@@ -117,7 +117,7 @@ func TestRankTurnPrevious(t *testing.T) {
 		}
 		return strings.Join(out, " | ")
 	}
-	if got := rank("which city?", PreviousIfNothing); got != "The city library opens late." {
+	if got := rank("which city?", PreviousIfNothing); got != "The city library opens late" {
 		t.Errorf("if nothing, with a hit: %q", got)
 	}
 	if got := rank("zeppelin?", PreviousIfNothing); !strings.Contains(got, "Lena") {

@@ -58,7 +58,7 @@ func TestAddListNewestFirst(t *testing.T) {
 	a := add(t, s, NewMemory{Category: "global_rule", Content: " respond  in French "})
 	add(t, s, NewMemory{Category: "personal_fact", Content: "The user is Alex", Chat: "c1"})
 	add(t, s, NewMemory{Category: "personal_fact", Content: "Alex likes tea.", User: "alex"})
-	if a.Content != "respond in French." || a.CreatedAt != time.Date(2026, 3, 1, 10, 1, 0, 0, time.UTC) {
+	if a.Content != "respond in French" || a.CreatedAt != time.Date(2026, 3, 1, 10, 1, 0, 0, time.UTC) {
 		t.Errorf("added %+v", a)
 	}
 	if !strings.HasPrefix(a.ID, "m_") || len(a.ID) != 14 {
@@ -68,15 +68,15 @@ func TestAddListNewestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"The user is Alex.", "respond in French."}; !equal(contents(got), want) {
+	if want := []string{"The user is Alex", "respond in French"}; !equal(contents(got), want) {
 		t.Errorf("workspace scope = %q, want %q", contents(got), want)
 	}
 	got, _ = s.List(ctx, Query{User: "alex"})
-	if want := []string{"Alex likes tea.", "The user is Alex.", "respond in French."}; !equal(contents(got), want) {
+	if want := []string{"Alex likes tea.", "The user is Alex", "respond in French"}; !equal(contents(got), want) {
 		t.Errorf("alex's scope = %q, want %q", contents(got), want)
 	}
 	got, _ = s.List(ctx, Query{AllUsers: true, ExcludeChat: "c1"})
-	if want := []string{"Alex likes tea.", "respond in French."}; !equal(contents(got), want) {
+	if want := []string{"Alex likes tea.", "respond in French"}; !equal(contents(got), want) {
 		t.Errorf("excluding chat c1 = %q, want %q", contents(got), want)
 	}
 	if got[0].User != "alex" || got[0].Category != "personal_fact" {
@@ -206,7 +206,7 @@ func TestImport(t *testing.T) {
 	if len(all) != 2 || all[0].ID != "b" || all[0].User != "u" || all[0].Chat != "c" || !all[0].CreatedAt.Equal(t0.Add(time.Hour)) {
 		t.Errorf("imported: %+v", all)
 	}
-	if all[1].Content != "Old rule." || all[1].SupersededBy != "b" {
+	if all[1].Content != "Old rule" || all[1].SupersededBy != "b" {
 		t.Errorf("imported: %+v", all[1])
 	}
 

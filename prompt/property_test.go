@@ -45,7 +45,7 @@ func randomWorkspace(t *testing.T, rng *rand.Rand) (dir string, memContent map[s
 		var mems []memory.NewMemory
 		cats := []string{"global_rule", "personal_fact"}
 		for i := range n {
-			mems = append(mems, memory.NewMemory{Category: cats[i%2], Content: fmt.Sprintf("Memory m%03d says %s", i, strings.Repeat("more ", rng.IntN(15)))})
+			mems = append(mems, memory.NewMemory{Category: cats[i%2], Content: fmt.Sprintf("Memory m%03d says%s.", i, strings.Repeat(" more", rng.IntN(15)))})
 		}
 		added, err := store.Add(context.Background(), mems...)
 		if err != nil {

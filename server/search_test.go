@@ -29,7 +29,7 @@ func TestMemorySearch(t *testing.T) {
 		t.Fatalf("search: %d %s", r.Status, r.Body)
 	}
 	r.decode(t, &hits)
-	if len(hits.Memories) != 2 || hits.Memories[0].Content != "Ana runs marathons in the spring." || hits.Memories[1].User != "" ||
+	if len(hits.Memories) != 2 || hits.Memories[0].Content != "Ana runs marathons in the spring" || hits.Memories[1].User != "" ||
 		hits.Memories[0].Score < hits.Memories[1].Score || hits.Memories[1].Score <= 0 {
 		t.Fatalf("search: %+v", hits)
 	}

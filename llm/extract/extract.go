@@ -278,7 +278,11 @@ func (e *Extractor) persist(ctx context.Context, job Job, existing []memory.Memo
 		// changing those takes an explicit `loom memory add` with no user.
 		// A supersedes_id naming one is reported and stored as new.
 		known[m.ID] = m.User != "" && m.User == job.User
-		have[m.Category+"\x00"+m.Content] = true
+		// Stored content is kept as it was given (a person's may lack a
+		// full stop): compare in extraction's form.
+		if c, err := memory.Normalize(m.Content); err == nil {
+			have[m.Category+"\x00"+c] = true
+		}
 	}
 	used := map[string]bool{}
 	var add []memory.NewMemory

@@ -292,3 +292,28 @@ func TestExtractKeepsToItsScope(t *testing.T) {
 		t.Errorf("the workspace-wide rule is gone from another user's view: %+v", ms)
 	}
 }
+
+// A memory a person typed is stored as typed (no full stop added), while
+// extraction still ends what it stores with one; the two forms of the same
+// fact are still found to be one (#31).
+func TestExtractNormalisesAndMatchesTypedMemories(t *testing.T) {
+	s := llmtest.New(t, llmtest.OpenAI)
+	st := openStore(t)
+	ctx := context.Background()
+	if _, err := st.Add(ctx, memory.NewMemory{Category: "personal_fact", Content: "  The user is   Alex ", User: "u1"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Push(reply(`{"user_instructions":null,"user_profile":[{"content":"The user is Alex","supersedes_id":null},{"content":"The user lives in  Porto","supersedes_id":null}]}`))
+	ex := extract.New(extract.Options{Client: mustClient(t, s), Store: st})
+	r, err := ex.Extract(ctx, extract.Job{Chat: "c1", User: "u1", Messages: conversation("I am Alex and I live in Porto.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Duplicates != 1 || len(r.Added) != 1 {
+		t.Errorf("duplicates %d, added %+v; want 1 and the Porto one", r.Duplicates, r.Added)
+	}
+	got := active(t, st)
+	if len(got) != 2 || got[0].Content != "The user lives in Porto." || got[1].Content != "The user is Alex" {
+		t.Errorf("active memories = %+v", got)
+	}
+}

@@ -222,19 +222,20 @@ func testAddList(t *testing.T, open Opener) {
 	add(t, s, memory.NewMemory{Category: "personal_fact", Content: "The user is Alex", Chat: "c1"})
 	add(t, s, memory.NewMemory{Category: "personal_fact", Content: "Alex likes tea.", User: "alex"})
 	add(t, s, memory.NewMemory{Category: "personal_fact", Content: "Bob likes coffee!", User: "bob", Chat: "c2"})
-	if a.Content != "respond in French." || a.ID != "m1" || !a.CreatedAt.Equal(time.Date(2026, 3, 1, 10, 1, 0, 0, time.UTC)) {
+	// Stored as given, white space collapsed: nothing is added (#31).
+	if a.Content != "respond in French" || a.ID != "m1" || !a.CreatedAt.Equal(time.Date(2026, 3, 1, 10, 1, 0, 0, time.UTC)) {
 		t.Errorf("added %+v", a)
 	}
-	want(t, "workspace scope", list(t, s, memory.Query{}), "The user is Alex. | respond in French.")
-	want(t, "alex's scope", list(t, s, memory.Query{User: "alex"}), "Alex likes tea. | The user is Alex. | respond in French.")
-	want(t, "every scope without c1", list(t, s, memory.Query{AllUsers: true, ExcludeChat: "c1"}), "Bob likes coffee! | Alex likes tea. | respond in French.")
+	want(t, "workspace scope", list(t, s, memory.Query{}), "The user is Alex | respond in French")
+	want(t, "alex's scope", list(t, s, memory.Query{User: "alex"}), "Alex likes tea. | The user is Alex | respond in French")
+	want(t, "every scope without c1", list(t, s, memory.Query{AllUsers: true, ExcludeChat: "c1"}), "Bob likes coffee! | Alex likes tea. | respond in French")
 	got := list(t, s, memory.Query{User: "bob"})
 	if len(got) != 3 || got[0].User != "bob" || got[0].Chat != "c2" || got[0].Category != "personal_fact" {
 		t.Errorf("bob's newest = %+v", got)
 	}
 	// Another handle on the same data sees every write at once.
 	s2 := open(t, Config{Now: clock(), NewID: ids("x")})
-	want(t, "second handle", list(t, s2, memory.Query{AllUsers: true}), "Bob likes coffee! | Alex likes tea. | The user is Alex. | respond in French.")
+	want(t, "second handle", list(t, s2, memory.Query{AllUsers: true}), "Bob likes coffee! | Alex likes tea. | The user is Alex | respond in French")
 }
 
 func testRejects(t *testing.T, open Opener) {
@@ -415,7 +416,7 @@ func testImport(t *testing.T, open Opener) {
 	if b := got[2]; b.ID != "b" || b.User != "u" || b.Chat != "c" || !b.CreatedAt.Equal(t0.Add(time.Hour)) {
 		t.Errorf("imported: %+v", b)
 	}
-	if a := got[3]; a.Content != "Old rule." || a.SupersededBy != "b" {
+	if a := got[3]; a.Content != "Old rule" || a.SupersededBy != "b" {
 		t.Errorf("imported: %+v", a)
 	}
 	bad := []struct {

@@ -79,7 +79,8 @@ func TestAddListForget(t *testing.T) {
 	id3 := strings.TrimSpace(mustRun(t, "add", "-w", ws, "--supersedes", id1, "Respond in German"))
 
 	out := mustRun(t, "list", "-w", ws)
-	if strings.Contains(out, "French") || !strings.Contains(out, "Respond in German.") || !strings.Contains(out, "The user is Alex.") {
+	// Stored as typed, white space collapsed: no full stop added (#31).
+	if strings.Contains(out, "French") || !strings.Contains(out, "Respond in German\n") || !strings.Contains(out, "The user is Alex\n") {
 		t.Errorf("list:\n%s", out)
 	}
 	if !strings.Contains(out, "user=alex  chat=c1") {
@@ -91,7 +92,7 @@ func TestAddListForget(t *testing.T) {
 
 	mustRun(t, "forget", "-w", ws, id3)
 	out = mustRun(t, "list", "-w", ws, "--all")
-	for _, want := range []string{"Respond in French.", "(superseded by " + id3 + ")", "Respond in German.", "(forgotten)"} {
+	for _, want := range []string{"Respond in French\n", "(superseded by " + id3 + ")", "Respond in German\n", "(forgotten)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("list --all lacks %q:\n%s", want, out)
 		}
@@ -105,7 +106,7 @@ func TestAddListForget(t *testing.T) {
 		t.Errorf("bob sees %d active memories, want 0 (the workspace-wide ones are superseded or forgotten)", len(ms))
 	}
 	json.Unmarshal([]byte(mustRun(t, "list", "-w", ws, "--json", "--user", "alex")), &ms)
-	if len(ms) != 1 || ms[0].Content != "The user is Alex." || ms[0].User != "alex" || ms[0].Chat != "c1" {
+	if len(ms) != 1 || ms[0].Content != "The user is Alex" || ms[0].User != "alex" || ms[0].Chat != "c1" {
 		t.Errorf("alex's memories: %+v", ms)
 	}
 }
@@ -162,7 +163,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	mustRun(t, "forget", "-w", src, b)
 	exported := mustRun(t, "export", "-w", src)
 	lines := strings.Split(strings.TrimSuffix(exported, "\n"), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], `{"id":"`+a+`","category":"global_rule","content":"Use <b>bold</b> & co.","created_at":"2026-`) {
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], `{"id":"`+a+`","category":"global_rule","content":"Use <b>bold</b> & co","created_at":"2026-`) {
 		t.Fatalf("export:\n%s", exported)
 	}
 	if !strings.HasSuffix(lines[3], `"forgotten":true}`) {

@@ -29,7 +29,7 @@ func TestSearch(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("search --json: %v\n%s", err, out)
 	}
-	if len(got) != 2 || got[0]["content"] != "Ana runs marathons every spring." || got[0]["user"] != "ana" || got[1]["user"] != "" {
+	if len(got) != 2 || got[0]["content"] != "Ana runs marathons every spring" || got[0]["user"] != "ana" || got[1]["user"] != "" {
 		t.Fatalf("search --json:\n%s", out)
 	}
 	for _, k := range []string{"id", "content", "category", "user", "score"} {
