@@ -127,6 +127,9 @@ func (b *Builder) gather(ctx context.Context, opts Options) (*state, error) {
 		st.nao = naoproject.LoadConfig(ws, &st.diags)
 		if st.opts.Tools == nil {
 			st.opts.Tools, st.defaultTools = st.naoDefaultTools(), true
+			st.diags.Add(workspace.Warning, cfg.File, 0, "prompt.default-tools",
+				"no tool list given, so the prompt has the rules of nao's default tools (%s); name the agent's own with loom.yaml tools: or --tools ([] for none)",
+				strings.Join(st.opts.Tools, ", "))
 		}
 	}
 

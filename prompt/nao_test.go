@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/loomctx/loom/prompt"
+	"github.com/loomctx/loom/workspace"
 )
 
 // Tests for what a project moved from nao keeps (issue #31, items 1 to 6).
@@ -271,8 +272,9 @@ func TestNestHeadings(t *testing.T) {
 }
 
 // With no tool list, the analyst assumes the tools nao's own agent has, so a
-// migrated project keeps every rule nao's prompt has; an explicitly empty
-// list means none.
+// migrated project keeps every rule nao's prompt has, and the report says
+// so, naming them (one warning, nothing else); an explicitly empty list
+// means none, and a named list gives no such warning.
 func TestAnalystDefaultTools(t *testing.T) {
 	files := map[string]string{
 		"RULES.md":            "Use EUR.\n",
@@ -284,14 +286,20 @@ func TestAnalystDefaultTools(t *testing.T) {
 			t.Errorf("no %q without a tool list", h)
 		}
 	}
-	if len(res.Report.Diagnostics) != 0 {
-		t.Errorf("the default tool set gave diagnostics: %v", res.Report.Diagnostics)
+	ds := res.Report.Diagnostics
+	if len(ds) != 1 || ds[0].Code != "prompt.default-tools" || ds[0].Severity != workspace.Warning ||
+		!strings.Contains(ds[0].Message, "nao's default tools (clarification, display_chart, display_map, execute_sql, grep, list, load_skill, read, read_query_result, search, story, suggest_follow_ups, write, mcp_call, mcp_connect)") {
+		t.Errorf("the default tool set is not said once in the report: %v", ds)
 	}
 	delete(files, "agent/mcps/mcp.json")
 	if p := analyst(t, files, prompt.Options{}).Prompt; strings.Contains(p, "## MCP Servers") {
 		t.Error("mcp_call assumed without MCP servers")
 	}
-	empty := analyst(t, files, prompt.Options{Tools: []string{}}).Prompt
+	emptyRes := analyst(t, files, prompt.Options{Tools: []string{}})
+	if hasCode(emptyRes, "prompt.default-tools") {
+		t.Errorf("an empty tool list reported as the default set: %v", emptyRes.Report.Diagnostics)
+	}
+	empty := emptyRes.Prompt
 	for _, h := range []string{"## Saved Files", "## The Local Database", "## Built-in Skills", "run it with execute_sql", "**clarification**"} {
 		if strings.Contains(empty, h) {
 			t.Errorf("%q with an empty tool list", h)
@@ -299,8 +307,12 @@ func TestAnalystDefaultTools(t *testing.T) {
 	}
 	// loom.yaml's tools: is a tool list too.
 	files["loom.yaml"] = "tools: [execute_sql]\n"
-	if p := analyst(t, files, prompt.Options{}).Prompt; strings.Contains(p, "## Saved Files") || !strings.Contains(p, "## The Local Database") {
+	named := analyst(t, files, prompt.Options{})
+	if p := named.Prompt; strings.Contains(p, "## Saved Files") || !strings.Contains(p, "## The Local Database") {
 		t.Errorf("loom.yaml tools: ignored:\n%s", p)
+	}
+	if hasCode(named, "prompt.default-tools") {
+		t.Errorf("loom.yaml's tools reported as the default set: %v", named.Report.Diagnostics)
 	}
 }
 
@@ -334,4 +346,13 @@ func TestNanobotHeadWorkspace(t *testing.T) {
 	if got := render(t, dir, prompt.Options{}).Prompt; !strings.Contains(got, "## AGENTS.md") || !strings.Contains(got, "Answer in French.") {
 		t.Error("a filled-in AGENTS.md is left out")
 	}
+}
+
+func hasCode(res *prompt.Result, code string) bool {
+	for _, d := range res.Report.Diagnostics {
+		if d.Code == code {
+			return true
+		}
+	}
+	return false
 }
