@@ -90,6 +90,11 @@ type Options struct {
 	// the latest of them that fit in NoteBudget tokens. It is called only
 	// when history is dropped; nil means none.
 	Summaries func() []string
+	// SummariesPrecede says the summaries cover the conversation before
+	// the history given, not its start: a session replays only what
+	// consolidation has not summarised, so what fitting drops there is
+	// not in the log, and the note says the entries come before it.
+	SummariesPrecede bool
 	// NoteBudget bounds the summaries in the note; 0 means
 	// DefaultNoteBudget.
 	NoteBudget int
@@ -432,7 +437,8 @@ func (f *fitter) note(n int, summaries []string) (string, int) {
 	if err := noteTmpl().Execute(&b, struct {
 		Dropped int
 		Entries []string
-	}{n, entries}); err != nil {
+		Precede bool
+	}{n, entries, f.opts.SummariesPrecede}); err != nil {
 		// The template is loom's own and its data plain values.
 		panic("fit: note template: " + err.Error())
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/loomctx/loom/fit"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/llm/extract"
+	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/memory/pgstore"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
 )
@@ -216,6 +218,7 @@ func (s *Session) prepare(ctx context.Context, in TurnInput) (*Prepared, error) 
 	var fopts fit.Options
 	if s.opts.Window > 0 && s.opts.Counter != nil {
 		fopts = fit.Options{Window: s.opts.Window, Reserve: s.opts.Reserve, Counter: s.opts.Counter,
+			Summaries: s.logSummaries(local, st), SummariesPrecede: true,
 			ShrinkSystem: func(room int) (string, []messages.Section, error) {
 				po := s.opts.Prompt
 				po.Budget = room
@@ -506,4 +509,34 @@ func RuntimeFromConfig(cfg *config.Config) (RuntimeSettings, error) {
 		rs.Location = loc
 	}
 	return rs, nil
+}
+
+// logSummaries gives fitting's note, where history is dropped, the latest
+// entries of the conversation log (memory/HISTORY.md, or the user's in
+// PostgreSQL) once consolidation has summarised the start of the session,
+// as the gateway's note does. The session replays only what consolidation
+// left, so the entries tell of what came before the dropped messages. It
+// reads nothing until fitting drops something, and gives nothing on any
+// failure: the note then only says how many messages went.
+func (s *Session) logSummaries(ctx context.Context, st *State) func() []string {
+	if st.LastConsolidated == 0 {
+		return nil
+	}
+	return func() []string {
+		var text string
+		if p, ok := s.store.(*PGStore); ok {
+			t, ok, err := p.MemoryFile(ctx, s.opts.User, pgstore.HistoryFileName)
+			if err != nil || !ok {
+				return nil
+			}
+			text = t
+		} else {
+			data, err := s.opts.Workspace.ReadFile(memory.HistoryFile)
+			if err != nil {
+				return nil
+			}
+			text = string(data)
+		}
+		return fit.LogEntries(text)
+	}
 }
