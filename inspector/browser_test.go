@@ -289,6 +289,16 @@ func TestInspectorInBrowser(t *testing.T) {
 		t.Errorf("the memory added with the form is not in the prompt")
 	}
 
+	// 5b. The message control shows what a turn with that message would
+	// recall: the words searched, and the recalled list (empty here: the
+	// one matching memory is already in the system prompt).
+	eval[float64](t, ctx, timedRefresh(`const m = document.querySelector("input[name=message]"); m.value = "Which metric units?"; m.dispatchEvent(new Event("input", {bubbles: true}))`,
+		`(document.getElementById("recall-terms") || {}).textContent.startsWith("searched: metric, units") && document.getElementById("recalled") !== null`))
+	if !strings.Contains(eval[string](t, ctx, `location.search`), "message=Which+metric+units") {
+		t.Errorf("the message control is not kept in the page's query")
+	}
+	eval[float64](t, ctx, timedRefresh(`const m = document.querySelector("input[name=message]"); m.value = ""; m.dispatchEvent(new Event("input", {bubbles: true}))`, `true`))
+
 	// 6. Screenshots, wide and at 390 px, and nothing wider than the phone.
 	do(t, ctx, chromedp.Click(`[data-tab="prompt"]`))
 	full, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
