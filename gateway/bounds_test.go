@@ -82,3 +82,54 @@ func TestDecodePeakMemory(t *testing.T) {
 		}
 	}
 }
+
+// blocksBody is a request of one message of n content blocks (Messages)
+// or parts (Responses) of size bytes of text each.
+func blocksBody(wire string, n, size int) []byte {
+	var b bytes.Buffer
+	head, list, part := `"model":"m","max_tokens":100`, "messages", "text"
+	if wire == "responses" {
+		head, list, part = `"model":"m"`, "input", "input_text"
+	}
+	b.WriteString(`{` + head + `,"` + list + `":[{"role":"user","content":[`)
+	text := strings.Repeat("x", size)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"type":"` + part + `","text":"` + text + `"}`)
+	}
+	b.WriteString(`]}]}`)
+	return b.Bytes()
+}
+
+// The same bound for content blocks and parts: a list of a million tiny
+// ones is refused past protocol.MaxBlocks before it is decoded (it took
+// 38 times the body), and the most a request may hold decode within 4
+// times the body.
+func TestDecodeBlocksPeakMemory(t *testing.T) {
+	r := httptest.NewRequest("POST", "/v1/messages", nil)
+	decoders := map[string]func([]byte) error{
+		"responses": func(body []byte) error { _, err := protocol.DecodeResponses(body, nil); return err },
+		"messages":  func(body []byte) error { _, _, err := anthropicTurn(r, body, false); return err },
+	}
+	for _, wire := range []string{"responses", "messages"} {
+		for _, c := range []struct {
+			name    string
+			n, size int
+			ok      bool
+		}{
+			{"a million tiny blocks", 1_000_000, 1, false},
+			{"the most blocks, 100 bytes", protocol.MaxBlocks, 100, true},
+			{"the most blocks, 1 KiB", protocol.MaxBlocks, 1 << 10, true},
+		} {
+			body := blocksBody(wire, c.n, c.size)
+			name := wire + ", " + c.name
+			var err error
+			alloctest.Bound(t, name, len(body), 4, func() { err = decoders[wire](body) })
+			if (err == nil) != c.ok {
+				t.Errorf("%s: err = %v", name, err)
+			}
+		}
+	}
+}

@@ -102,9 +102,9 @@ func DecodeMessages(body []byte, countOnly bool) (*Turn, error) {
 		}
 	}
 	if has(f, "system") {
-		text, err := systemBlocks(f["system"])
+		text, err := t.systemBlocks(f["system"])
 		if err != nil {
-			return nil, ferr("system", "%v", err)
+			return nil, err
 		}
 		if text != "" {
 			t.System = append(t.System, text)
@@ -141,19 +141,19 @@ func DecodeMessages(body []byte, countOnly bool) (*Turn, error) {
 
 // systemBlocks is a system field's text: a string, or its text blocks
 // joined by blank lines.
-func systemBlocks(raw json.RawMessage) (string, error) {
+func (t *Turn) systemBlocks(raw json.RawMessage) (string, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s, nil
 	}
-	var blocks []anthropicBlock
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", fmt.Errorf("must be a string or a list of text blocks")
+	blocks, err := decodeList[anthropicBlock](t, "system", raw)
+	if err != nil {
+		return "", listError(err, "system", "must be a string or a list of text blocks")
 	}
 	texts := make([]string, 0, len(blocks))
 	for i, b := range blocks {
 		if b.Type != "text" || b.Text == nil {
-			return "", fmt.Errorf("block %d: a system block is a text block", i)
+			return "", ferr("system", "block %d: a system block is a text block", i)
 		}
 		texts = append(texts, *b.Text)
 	}
@@ -189,11 +189,10 @@ func (t *Turn) anthropicMessages(raw json.RawMessage) error {
 		if json.Unmarshal(m.Content, &text) == nil {
 			one[0] = anthropicBlock{Type: "text", Text: &text}
 			blocks = one[:]
-		} else if err := json.Unmarshal(m.Content, &blocks); err != nil {
-			return ferr(param+".content", "must be a string or a list of content blocks")
-		}
-		if len(blocks) > MaxItems {
-			return ferr(param+".content", "more than %d blocks", MaxItems)
+		} else if list, err := decodeList[anthropicBlock](t, param+".content", m.Content); err != nil {
+			return listError(err, param+".content", "must be a string or a list of content blocks")
+		} else {
+			blocks = list
 		}
 		var err error
 		switch m.Role {
@@ -223,32 +222,34 @@ func (t *Turn) anthropicMessages(raw json.RawMessage) error {
 // anthropicUser reads a user turn: its tool results become tool messages
 // and its other blocks user messages, in the order they came.
 func (t *Turn) anthropicUser(param string, blocks []anthropicBlock) error {
-	var parts []messages.Part
+	// One array for every part of the turn, made once: each message
+	// takes its parts capped, so no append reaches another's.
+	parts := make([]messages.Part, 0, len(blocks))
 	flush := func() {
 		if len(parts) > 0 {
-			t.Messages = append(t.Messages, messages.Message{Role: messages.RoleUser, Content: content(parts)})
-			parts = nil
+			t.Messages = append(t.Messages, messages.Message{Role: messages.RoleUser, Content: content(parts[:len(parts):len(parts)])})
+			parts = parts[len(parts):]
 		}
 	}
 	for j, b := range blocks {
-		bp := fmt.Sprintf("%s.content[%d]", param, j)
+		bp := func() string { return fmt.Sprintf("%s.content[%d]", param, j) } // for an error only
 		switch b.Type {
 		case "text":
 			if b.Text == nil {
-				return ferr(bp+".text", "is required")
+				return ferr(bp()+".text", "is required")
 			}
 			parts = append(parts, messages.Part{Type: messages.PartText, Text: *b.Text})
 		case "image":
 			im, err := anthropicImage(b.Source)
 			if err != nil {
-				return ferr(bp+".source", "%v", err)
+				return ferr(bp()+".source", "%v", err)
 			}
 			parts = append(parts, messages.Part{Type: messages.PartImage, Image: im})
 		case "tool_result":
 			if b.ToolUseID == "" {
-				return ferr(bp+".tool_use_id", "is required")
+				return ferr(bp()+".tool_use_id", "is required")
 			}
-			c, err := toolResult(bp+".content", b.Content)
+			c, err := t.toolResult(bp()+".content", b.Content)
 			if err != nil {
 				return err
 			}
@@ -258,7 +259,7 @@ func (t *Turn) anthropicUser(param string, blocks []anthropicBlock) error {
 			flush()
 			t.Messages = append(t.Messages, messages.Message{Role: messages.RoleTool, ToolCallID: b.ToolUseID, Content: c})
 		default:
-			return ferr(bp+".type", "%q is not a user block loom reads (text, image, tool_result)", b.Type)
+			return ferr(bp()+".type", "%q is not a user block loom reads (text, image, tool_result)", b.Type)
 		}
 	}
 	flush()
@@ -275,7 +276,7 @@ func errorResult(c messages.Content) messages.Content {
 	return messages.Content{Parts: parts}
 }
 
-func toolResult(param string, raw json.RawMessage) (messages.Content, error) {
+func (t *Turn) toolResult(param string, raw json.RawMessage) (messages.Content, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return messages.TextContent(""), nil
 	}
@@ -283,9 +284,9 @@ func toolResult(param string, raw json.RawMessage) (messages.Content, error) {
 	if json.Unmarshal(raw, &s) == nil {
 		return messages.TextContent(s), nil
 	}
-	var blocks []anthropicBlock
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return messages.Content{}, ferr(param, "must be a string or a list of text and image blocks")
+	blocks, err := decodeList[anthropicBlock](t, param, raw)
+	if err != nil {
+		return messages.Content{}, listError(err, param, "must be a string or a list of text and image blocks")
 	}
 	var parts []messages.Part
 	for j, b := range blocks {

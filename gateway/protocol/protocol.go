@@ -57,6 +57,36 @@ type Turn struct {
 	PreviousResponseID string
 	// NoStore is the Responses API's store: false.
 	NoStore bool
+
+	blocks int // content blocks and parts decoded so far, within MaxBlocks
+}
+
+// decodeList decodes raw, a list of content blocks or parts, into a slice
+// made once at its length (encoding/json grows one by appending, which
+// allocated some five times its size), after counting the list against
+// the request's MaxBlocks: past it, a *FieldError for param and nothing
+// decoded. Any other error is encoding/json's, for the caller to word.
+func decodeList[T any](t *Turn, param string, raw []byte) ([]T, error) {
+	n, more, _ := jsonscan.ArrayLen(raw, MaxBlocks-t.blocks)
+	if more {
+		return nil, ferr(param, "more than %d content blocks in one request", MaxBlocks)
+	}
+	t.blocks += n
+	list := make([]T, 0, n)
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// listError is err from decodeList as the caller words it: the bound's
+// own error as it is, else a *FieldError for param saying msg.
+func listError(err error, param, msg string) error {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return err
+	}
+	return ferr(param, "%s", msg)
 }
 
 // FieldError is a request the protocol refuses, naming the field at fault
@@ -77,8 +107,14 @@ func ferr(param, format string, args ...any) *FieldError {
 	return &FieldError{Param: param, Msg: fmt.Sprintf(format, args...)}
 }
 
-// MaxItems bounds the items (blocks, tools) of one request.
+// MaxItems bounds the tools of one request.
 const MaxItems = 100_000
+
+// MaxBlocks bounds the content blocks (Messages) or parts (Responses) of
+// one request, every list of them together: a decoded block takes some
+// 200 bytes, several times a tiny one's text, and past this a list is
+// refused before it is decoded.
+const MaxBlocks = 20_000
 
 // MaxMessages bounds the messages (Responses input items) of one request,
 // as the gateway bounds a Chat Completions request's: a decoded message

@@ -175,7 +175,7 @@ func (t *Turn) responsesInput(raw json.RawMessage, resolve Resolver) error {
 			if it.CallID == "" {
 				return ferr(param+".call_id", "is required")
 			}
-			out, err := responsesOutput(param+".output", it.Output)
+			out, err := t.responsesOutput(param+".output", it.Output)
 			if err != nil {
 				return err
 			}
@@ -224,9 +224,9 @@ func (t *Turn) responsesMessage(param string, it responsesItem) error {
 	if json.Unmarshal(it.Content, &text) == nil {
 		parts = []messages.Part{{Type: messages.PartText, Text: text}}
 	} else {
-		var ps []responsesPart
-		if err := json.Unmarshal(it.Content, &ps); err != nil {
-			return ferr(param+".content", "must be a string or a list of content parts")
+		ps, err := decodeList[responsesPart](t, param+".content", it.Content)
+		if err != nil {
+			return listError(err, param+".content", "must be a string or a list of content parts")
 		}
 		for j, p := range ps {
 			pp := fmt.Sprintf("%s.content[%d]", param, j)
@@ -275,14 +275,14 @@ func (t *Turn) responsesMessage(param string, it responsesItem) error {
 
 // responsesOutput reads a function_call_output's output: a string, or a
 // list of input_text and input_image parts.
-func responsesOutput(param string, raw json.RawMessage) (messages.Content, error) {
+func (t *Turn) responsesOutput(param string, raw json.RawMessage) (messages.Content, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return messages.TextContent(s), nil
 	}
-	var ps []responsesPart
-	if err := json.Unmarshal(raw, &ps); err != nil {
-		return messages.Content{}, ferr(param, "must be a string or a list of content parts")
+	ps, err := decodeList[responsesPart](t, param, raw)
+	if err != nil {
+		return messages.Content{}, listError(err, param, "must be a string or a list of content parts")
 	}
 	var parts []messages.Part
 	for j, p := range ps {

@@ -119,30 +119,51 @@ func Array(b []byte) (elems [][]byte, ok bool) {
 // (max < 0: no bound) it stops and reports more, so a list of a million
 // tiny elements costs nothing to refuse.
 func ArrayAtMost(b []byte, max int) (elems [][]byte, more, ok bool) {
+	elems = [][]byte{}
+	more, ok = eachElement(b, max, func(e []byte) { elems = append(elems, e) })
+	if !ok {
+		return nil, false, false
+	}
+	return elems, more, true
+}
+
+// ArrayLen counts the elements of b, valid JSON, as ArrayAtMost finds
+// them, keeping none: a decoder sizes its slice once with it.
+func ArrayLen(b []byte, max int) (n int, more, ok bool) {
+	more, ok = eachElement(b, max, func([]byte) { n++ })
+	if !ok {
+		return 0, false, false
+	}
+	return n, more, true
+}
+
+// eachElement hands each element of array b to each, at most max of them
+// (max < 0: all); more says there were others.
+func eachElement(b []byte, max int, each func([]byte)) (more, ok bool) {
 	p := Cursor{b: b}
 	p.WS()
 	if !p.Eat('[') {
-		return nil, false, false
+		return false, false
 	}
 	p.WS()
 	if p.Eat(']') {
-		return [][]byte{}, false, true
+		return false, true
 	}
-	for {
-		if len(elems) == max {
-			return elems, true, true
+	for n := 0; ; n++ {
+		if n == max {
+			return true, true
 		}
 		p.WS()
 		s := p.i
 		if !p.Skip() {
-			return nil, false, false
+			return false, false
 		}
-		elems = append(elems, b[s:p.i:p.i])
+		each(b[s:p.i:p.i])
 		p.WS()
 		if p.Eat(',') {
 			continue
 		}
-		return elems, false, p.Eat(']')
+		return false, p.Eat(']')
 	}
 }
 

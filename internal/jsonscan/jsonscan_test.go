@@ -175,3 +175,21 @@ func FuzzLookup(f *testing.F) {
 		}
 	})
 }
+
+func TestArrayLen(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		max, n   int
+		more, ok bool
+	}{
+		{`[1, "a", {"b":[2,3]}]`, 5, 3, false, true},
+		{`[1,2,3]`, 2, 2, true, true},
+		{` [ ] `, 1, 0, false, true},
+		{`{"a":1}`, 5, 0, false, false},
+	} {
+		n, more, ok := jsonscan.ArrayLen([]byte(c.in), c.max)
+		if n != c.n || more != c.more || ok != c.ok {
+			t.Errorf("ArrayLen(%s, %d) = %d, %v, %v; want %d, %v, %v", c.in, c.max, n, more, ok, c.n, c.more, c.ok)
+		}
+	}
+}
