@@ -80,7 +80,7 @@ func TestMemoryTabShowsRecall(t *testing.T) {
 		t.Error("the system prompt's selection holds the target memory, or is not labelled as such")
 	}
 	list := recalled(body)
-	li := regexp.MustCompile(`<li data-id="target"><span class="score" title="score">([0-9.]+)</span> <span class="cat">personal_fact</span> Ana&#39;s sister lives in Lyon near the river\. <span class="why">matched sister, lives</span> <span class="when">\d+ tokens</span></li>`).FindStringSubmatch(list)
+	li := regexp.MustCompile(`<li data-id="target"><span class="score" title="score">([0-9.]+)</span> <span class="cat">personal_fact</span> Ana&#39;s sister lives in Lyon near the river <span class="why">matched sister, lives</span> <span class="when">\d+ tokens</span></li>`).FindStringSubmatch(list)
 	if li == nil || li[1] == "0.00" {
 		t.Errorf("the recalled list does not show the target with a score and why:\n%s", list)
 	}
