@@ -237,10 +237,22 @@ func TestNodeResponsesAPI(t *testing.T) {
 			if got.Plain != "plain answer" || got.PlainStatus != "completed" || got.PlainUsage["input_tokens"] == nil || len(got.Prefix) != 64 {
 				t.Errorf("plain: %+v", got)
 			}
+			// The text deltas (one event each, as many as the deltas) shown
+			// as one.
 			wantEvents := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
-				"response.output_text.delta", "response.output_text.delta", "response.output_text.delta",
+				"response.output_text.delta",
 				"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"}
-			if !reflect.DeepEqual(got.Events, wantEvents) || !reflect.DeepEqual(got.Deltas, []string{"al", "pha ", "beta"}) || got.StreamText != "alpha beta" {
+			var events []string
+			deltaEvents := 0
+			for _, e := range got.Events {
+				if e == "response.output_text.delta" {
+					if deltaEvents++; deltaEvents > 1 && events[len(events)-1] == e {
+						continue
+					}
+				}
+				events = append(events, e)
+			}
+			if !reflect.DeepEqual(events, wantEvents) || deltaEvents != len(got.Deltas) || !onEvents(got.Deltas, "al", "pha ", "beta") || got.StreamText != "alpha beta" {
 				t.Errorf("stream: events %q deltas %q text %q", got.Events, got.Deltas, got.StreamText)
 			}
 			if !reflect.DeepEqual(got.ToolCall, map[string]any{"name": "weather", "arguments": map[string]any{"city": "Oslo"}}) ||
@@ -315,7 +327,7 @@ func TestNodeAnthropicSDK(t *testing.T) {
 			if got.Plain != "plain answer" || got.PlainStop != "end_turn" || got.PlainUsage["cache_read_input_tokens"] == nil {
 				t.Errorf("plain: %+v", got)
 			}
-			if !reflect.DeepEqual(got.Deltas, []string{"al", "pha ", "beta"}) || got.StreamText != "alpha beta" || got.StreamStop != "end_turn" {
+			if !onEvents(got.Deltas, "al", "pha ", "beta") || got.StreamText != "alpha beta" || got.StreamStop != "end_turn" {
 				t.Errorf("stream: %q %q %q", got.Deltas, got.StreamText, got.StreamStop)
 			}
 			wantCall := map[string]any{"name": "weather", "input": map[string]any{"city": "Oslo"}, "stop": "tool_use"}
@@ -594,7 +606,7 @@ func TestNodeOpenAIAgents(t *testing.T) {
 			if got.Final != "The weather tool says: 21 degrees" || !slices.Contains(got.Items, "tool_call_item") || !slices.Contains(got.Items, "tool_call_output_item") {
 				t.Errorf("run: %+v", got)
 			}
-			if got.Streamed != "alpha beta" || !reflect.DeepEqual(got.Deltas, []string{"al", "pha ", "beta"}) {
+			if got.Streamed != "alpha beta" || !onEvents(got.Deltas, "al", "pha ", "beta") {
 				t.Errorf("streamed run: %q %q", got.Streamed, got.Deltas)
 			}
 			reqs := pe.requests()
@@ -609,4 +621,24 @@ func TestNodeOpenAIAgents(t *testing.T) {
 			checkStoredOnce(t, pe.env, "agents-run", 6)
 		})
 	}
+}
+
+// onEvents reports whether a client's text deltas are the upstream's
+// events' texts in order, each delta one event's or several consecutive
+// ones' joined: llm's client passes on in one piece the events that
+// arrived together, which depends on timing (the fake pauses between
+// them, but a loaded machine may still read two at once).
+func onEvents(deltas []string, events ...string) bool {
+	i := 0
+	for _, d := range deltas {
+		joined := ""
+		for joined != d && i < len(events) && len(joined) < len(d) {
+			joined += events[i]
+			i++
+		}
+		if joined != d {
+			return false
+		}
+	}
+	return i == len(events) && len(deltas) > 0
 }
