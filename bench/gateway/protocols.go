@@ -150,8 +150,15 @@ func loadTarget(url string, t target, conc int, dur time.Duration, sessions *ato
 		}
 		var one result
 		buf := make([]byte, 32<<10)
-		for ctx.Err() == nil {
-			if !sendTo(client, url, t, headers, buf, time.Now(), &one) && ctx.Err() == nil {
+		// Each request asks a question of its own, so that every wire
+		// stores every turn: the same conversation again would be taken
+		// for a retry of the stored turn by Chat Completions and Messages
+		// (matched by its hash) but not by Responses (a new response id).
+		question := []byte("What changed today?")
+		this := t
+		for n := 0; ctx.Err() == nil; n++ {
+			this.body = bytes.Replace(t.body, question, []byte("What changed today? ("+strconv.Itoa(n)+")"), 1)
+			if !sendTo(client, url, this, headers, buf, time.Now(), &one) && ctx.Err() == nil {
 				one.errs++
 			}
 		}
