@@ -41,7 +41,7 @@ const (
 func ExampleFolder(name string) (dir string, remove func(), err error) {
 	fsys, err := examples.FS(name)
 	if err != nil {
-		return "", nil, cmdutil.FlagErrorf("--example: %v", err)
+		return "", nil, cmdutil.FlagErrorf("%v", err)
 	}
 	dir, err = os.MkdirTemp("", "loom-example-"+name+"-")
 	if err != nil {
@@ -73,13 +73,13 @@ func AddExampleFlag(cmd *cobra.Command, dir *string, use ExampleUse) {
 		if name == "" {
 			return run(c, args)
 		}
-		for _, f := range []string{"workspace", "root"} {
-			if c.Flags().Changed(f) {
-				return cmdutil.FlagErrorf("--%s and --example cannot be used together", f)
+		for _, f := range []struct{ name, said string }{{"workspace", "-w"}, {"root", "--root"}} {
+			if c.Flags().Changed(f.name) {
+				return cmdutil.FlagErrorf("%s and --example cannot be used together", f.said)
 			}
 		}
 		if _, err := examples.FS(name); err != nil {
-			return cmdutil.FlagErrorf("--example: %v", err)
+			return cmdutil.FlagErrorf("%v", err)
 		}
 		if use == ExampleRefused {
 			return cmdutil.FlagErrorf("%s changes a workspace, and an example is copied afresh for every run, so the change would be lost; "+
@@ -106,7 +106,7 @@ func exampleNames() string { return strings.Join(examples.Names(), " or ") }
 func ExampleFile(name, rel string) ([]byte, error) {
 	fsys, err := examples.FS(name)
 	if err != nil {
-		return nil, cmdutil.FlagErrorf("--example: %v", err)
+		return nil, cmdutil.FlagErrorf("%v", err)
 	}
 	data, err := fs.ReadFile(fsys, path.Clean(filepath.ToSlash(rel)))
 	if err != nil {

@@ -70,6 +70,9 @@ func (f *RenderFlags) Bind(cmd *cobra.Command) {
 // Workspace opens the workspace the flags name: an example or a folder.
 func (f *RenderFlags) Workspace() (*workspace.Workspace, error) {
 	if f.Example != "" {
+		if f.flags != nil && f.flags.Changed("workspace") {
+			return nil, cmdutil.FlagErrorf("-w and --example cannot be used together")
+		}
 		fsys, err := examples.FS(f.Example)
 		if err != nil {
 			return nil, cmdutil.FlagErrorf("%v", err)
