@@ -30,7 +30,7 @@ func TestPostgresStore(t *testing.T) {
 		t.Errorf("second supersede: err = %v", err)
 	}
 	out := mustRun(t, append([]string{"list"}, pg...)...)
-	if !strings.Contains(out, "Respond in German.") || strings.Contains(out, "French") {
+	if !strings.Contains(out, "Respond in German\n") || strings.Contains(out, "French") { // stored as typed (#31)
 		t.Errorf("list:\n%s", out)
 	}
 	exported := mustRun(t, append([]string{"export"}, pg...)...)
@@ -86,7 +86,7 @@ func TestPostgresChosenByLoomYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRun(t, "add", "-w", ws, "Respond in Welsh")
-	if out := mustRun(t, "list", "-w", ws); !strings.Contains(out, "Respond in Welsh.") {
+	if out := mustRun(t, "list", "-w", ws); !strings.Contains(out, "Respond in Welsh\n") {
 		t.Errorf("list:\n%s", out)
 	}
 	if _, err := os.Stat(filepath.Join(ws, ".loom", "memory.db")); !os.IsNotExist(err) {
