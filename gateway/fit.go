@@ -12,12 +12,9 @@ import (
 	"github.com/loomctx/loom/fit"
 	"github.com/loomctx/loom/gateway/protocol"
 	"github.com/loomctx/loom/md"
-	"github.com/loomctx/loom/memory"
-	"github.com/loomctx/loom/memory/pgstore"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/server"
-	"github.com/loomctx/loom/session"
 )
 
 // fitting is what a request is fitted with (package fit): the model's
@@ -107,51 +104,18 @@ func fitError(err error, f fitting) error {
 	return err
 }
 
-// logSummaries returns the latest conversation-log entries for a session
-// whose start consolidation has summarised, for the note where history is
-// dropped: HISTORY.md in the workspace, or the user's in PostgreSQL. It
-// reads nothing until called, and gives nothing on any failure (the note
-// then only says how many messages went).
-func logSummaries(ctx context.Context, ws *server.Workspace, key, user string) func() []string {
-	return func() []string {
-		if key == "" {
-			return nil
-		}
-		store, err := ws.SessionStore(ctx)
-		if err != nil {
-			return nil
-		}
-		st, err := store.Load(ctx, key)
-		if err != nil || st.LastConsolidated == 0 {
-			return nil
-		}
-		if pg, ok := store.(*session.PGStore); ok {
-			text, ok, err := pg.MemoryFile(ctx, user, pgstore.HistoryFileName)
-			if err != nil || !ok {
-				return nil
-			}
-			return fit.LogEntries(text)
-		}
-		data, err := ws.Door.ReadFile(memory.HistoryFile)
-		if err != nil {
-			return nil
-		}
-		return fit.LogEntries(string(data))
-	}
-}
-
 // fitTurn fits a built request, final, into its model's window. When the
 // system prompt has to be rendered again within the room left, *sys and
 // *res become the new one's. A nil result means nothing is counted (the
 // workspace has no counter).
-func (g *Gateway) fitTurn(ctx context.Context, ws *server.Workspace, st *upstream, q *turnRequest, final []messages.Message, sys **sysEntry, res **prompt.Result) (*fit.Result, error) {
+func (g *Gateway) fitTurn(ctx context.Context, ws *server.Workspace, st *upstream, q *turnRequest, final []messages.Message, summaries func() []string, sys **sysEntry, res **prompt.Result) (*fit.Result, error) {
 	if st.counter == nil {
 		return nil, nil
 	}
 	fz := fittingFor(st.cfg, q, st.lc.Model, st.counter)
 	clientSys, mode := strings.Join(q.clientSys, "\n\n"), st.cfg.Gateway.ClientSystemMode()
 	fopts := fit.Options{Window: fz.window, Reserve: fz.reserve, Counter: st.counter, Tools: fz.tools,
-		SystemTokens: (*sys).tokens, Summaries: logSummaries(ctx, ws, q.key, q.user),
+		SystemTokens: (*sys).tokens, Summaries: summaries,
 		ShrinkSystem: func(room int) (string, []messages.Section, error) {
 			// The render's budget covers loom's prompt; the client's own
 			// system text beside it keeps its size.

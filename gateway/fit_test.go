@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -340,5 +342,45 @@ func TestGatewayFitsContextWindowOtherProtocols(t *testing.T) {
 				t.Errorf("a conversation that fits: dropped %q, %d messages for %d", res.Header.Get("X-Loom-History-Dropped"), len(got.Messages), len(short))
 			}
 		})
+	}
+}
+
+// TestGatewayFitNoteCarriesHistory: where the gateway drops the client's
+// history in a session whose start consolidation has summarised, the note
+// at the cut quotes the conversation log's latest entries; in a session
+// never consolidated it only counts. The gateway reads the session's
+// pointer alone (its metadata record), not the whole session.
+func TestGatewayFitNoteCarriesHistory(t *testing.T) {
+	e := setup(t, "  context_window: 8000\n")
+	put := func(rel, text string) {
+		p := filepath.Join(e.dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("memory/HISTORY.md", "[2026-02-27 09:00] HIST-ENTRY-4d1: the team chose churn as the metric.\n")
+	put(".loom/sessions/summed.jsonl",
+		`{"_type":"metadata","key":"summed","created_at":"2026-02-27T09:00:00Z","updated_at":"2026-02-27T09:00:00Z","last_consolidated":2}`+"\n"+
+			`{"role":"user","content":"Let us plan."}`+"\n"+`{"role":"assistant","content":"Churn first."}`+"\n")
+	for _, key := range []string{"summed", "fresh"} {
+		res := e.post(t, "/v1/chat/completions", map[string]any{"model": "fake-model", "messages": clientConversation(t, 110), "max_tokens": 500},
+			"X-Loom-Session", key)
+		if body := readAll(t, res); res.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", key, res.StatusCode, body)
+		}
+		var got struct{ Messages []fittest.WireMessage }
+		if err := json.Unmarshal(e.up.last(t).Raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		note := got.Messages[1].Text()
+		if !strings.HasPrefix(note, "[loom: ") {
+			t.Fatalf("%s: no note at the cut: %.80q", key, note)
+		}
+		if has := strings.Contains(note, "HIST-ENTRY-4d1"); has != (key == "summed") {
+			t.Errorf("%s: the log's entry in the note: %v\n%s", key, has, note)
+		}
 	}
 }

@@ -406,8 +406,9 @@ type built struct {
 // build makes the message list for the upstream from the client's
 // conversation and the rendered prompt: the client's system messages put
 // with loom's as loom.yaml says, the runtime block and skills on the last
-// user message, a tool loop after it kept as it came.
-func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream, q *turnRequest, res *prompt.Result) (*built, error) {
+// user message, a tool loop after it kept as it came. Where fitting drops
+// history, its note may quote summaries (nil: none).
+func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream, q *turnRequest, res *prompt.Result, summaries func() []string) (*built, error) {
 	opts := messages.Options{Counter: st.counter}
 	sys, err := g.systemFor(res, strings.Join(q.clientSys, "\n\n"), st.cfg.Gateway.ClientSystemMode(), st.counter)
 	if err != nil {
@@ -476,7 +477,7 @@ func (g *Gateway) build(ctx context.Context, ws *server.Workspace, st *upstream,
 		}
 		final = append(final, m)
 	}
-	fr, err := g.fitTurn(ctx, ws, st, q, final, &sys, &res)
+	fr, err := g.fitTurn(ctx, ws, st, q, final, summaries, &sys, &res)
 	if err != nil {
 		return nil, err
 	}

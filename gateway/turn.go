@@ -70,7 +70,11 @@ func (g *Gateway) prepare(ctx context.Context, ws *server.Workspace, st *upstrea
 		t.release()
 		return nil, errors.Join(errors.New("render"), err)
 	}
-	if t.built, err = g.build(ctx, ws, st, in, res); err != nil {
+	var summaries func() []string
+	if t.prep != nil {
+		summaries = t.prep.LogSummaries(ctx)
+	}
+	if t.built, err = g.build(ctx, ws, st, in, res, summaries); err != nil {
 		t.release()
 		return nil, err
 	}

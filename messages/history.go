@@ -566,3 +566,29 @@ func WriteJSONL(w io.Writer, msgs []Message) error {
 	}
 	return nil
 }
+
+// maxMetaLine bounds how much of a session file ReadSessionMeta reads.
+const maxMetaLine = 64 << 10
+
+// ReadSessionMeta reads only the metadata record that opens a session
+// file, for callers that need the consolidation pointer and not the
+// messages. It returns nil, nil when the first line is not a metadata
+// record (a plain history, or an empty file), and an error when that line
+// goes on past 64 KiB (read the whole file then).
+func ReadSessionMeta(r io.Reader) (*SessionMeta, error) {
+	head, err := io.ReadAll(io.LimitReader(r, maxMetaLine))
+	if err != nil {
+		return nil, err
+	}
+	whole := len(head) < maxMetaLine
+	head = bytes.TrimLeft(head, " \t\r\n\ufeff")
+	line, _, found := bytes.Cut(head, []byte("\n"))
+	if !found && !whole {
+		return nil, fmt.Errorf("metadata: the first line is longer than %d bytes", maxMetaLine)
+	}
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || !isMetaRecord(line) {
+		return nil, nil
+	}
+	return parseMeta(line)
+}

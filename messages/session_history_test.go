@@ -121,3 +121,27 @@ func TestReadHistoryArrayStreamsLines(t *testing.T) {
 		t.Fatal("data after ] was accepted")
 	}
 }
+
+func TestReadSessionMeta(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		want     int // -1: no record
+		err      bool
+	}{
+		{"empty", "", -1, false},
+		{"plain history", `{"role":"user","content":"a"}` + "\n", -1, false},
+		{"record", "\ufeff\n" + `{"_type":"metadata","last_consolidated":3}` + "\n" + `{"role":"user","content":"a"}`, 3, false},
+		{"record, no newline", `{"_type":"metadata","last_consolidated":2}`, 2, false},
+		{"record too long", `{"_type":"metadata","x":"` + strings.Repeat("x", 70<<10) + `"}`, -1, true},
+		{"negative", `{"_type":"metadata","last_consolidated":-1}`, -1, true},
+	} {
+		m, err := ReadSessionMeta(strings.NewReader(c.in))
+		got := -1
+		if m != nil {
+			got = m.LastConsolidated
+		}
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("%s: %d, %v; want %d, error %v", c.name, got, err, c.want, c.err)
+		}
+	}
+}

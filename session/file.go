@@ -121,6 +121,13 @@ func (s *FileStore) MoveConsolidated(ctx context.Context, key string, from, to i
 	return s.file(key).MoveConsolidated(ctx, from, to)
 }
 
+// Pointer implements [PointerReader]: it reads the file's metadata
+// record only. No lock is taken: the record is replaced atomically and
+// appends never touch it.
+func (s *FileStore) Pointer(ctx context.Context, key string) (int, error) {
+	return s.file(key).Pointer(ctx)
+}
+
 // Trim implements Store.
 func (s *FileStore) Trim(ctx context.Context, key string, n int) error {
 	return s.file(key).Trim(ctx, n)
@@ -229,6 +236,31 @@ func (f *File) Load(ctx context.Context) (*State, error) {
 	defer l.Release()
 	st, _, err := f.read()
 	return st, err
+}
+
+// Pointer reads the consolidation pointer from the metadata record,
+// or from the whole file when that record cannot be read alone.
+func (f *File) Pointer(ctx context.Context) (int, error) {
+	file, err := f.open(os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	meta, err := messages.ReadSessionMeta(file)
+	file.Close()
+	if err != nil {
+		st, err := f.Load(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return st.LastConsolidated, nil
+	}
+	if meta == nil {
+		return 0, nil
+	}
+	return meta.LastConsolidated, nil
 }
 
 // read reads the file; the caller holds the lock. raw tells whether the

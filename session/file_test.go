@@ -140,3 +140,32 @@ func TestReportRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// The pointer read alone (the metadata record only) agrees with a full
+// Load: a missing file, nanobot's file, after a move, a plain history
+// with no record, and a record too long to read alone.
+func TestFileStorePointerAgreesWithLoad(t *testing.T) {
+	dir := t.TempDir()
+	store := session.NewFileStore(dir, session.FileOptions{})
+	check := func(key string, want int) {
+		t.Helper()
+		n, err := store.Pointer(ctx, key)
+		st, lerr := store.Load(ctx, key)
+		if err != nil || lerr != nil || n != want || st.LastConsolidated != want {
+			t.Errorf("%s: Pointer %d (%v), Load %d (%v), want %d", key, n, err, st.LastConsolidated, lerr, want)
+		}
+	}
+	check("none", 0)
+	os.WriteFile(store.Path("nano"), []byte(nanobotFile), 0o600)
+	check("nano", 0)
+	if err := store.MoveConsolidated(ctx, "nano", 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	check("nano", 2)
+	os.WriteFile(store.Path("plain"), []byte(`{"role":"user","content":"hi"}`+"\n"), 0o600)
+	check("plain", 0)
+	long := `{"_type":"metadata","key":"long","metadata":{"note":"` + strings.Repeat("x", 70<<10) + `"},"last_consolidated":1}` + "\n" +
+		`{"role":"user","content":"a"}` + "\n" + `{"role":"assistant","content":"b"}` + "\n"
+	os.WriteFile(store.Path("long"), []byte(long), 0o600)
+	check("long", 1)
+}

@@ -26,9 +26,10 @@ type PGStore struct {
 }
 
 var (
-	_ Store        = (*PGStore)(nil)
-	_ TurnLocker   = (*PGStore)(nil)
-	_ TurnAppender = (*PGStore)(nil)
+	_ Store         = (*PGStore)(nil)
+	_ TurnLocker    = (*PGStore)(nil)
+	_ TurnAppender  = (*PGStore)(nil)
+	_ PointerReader = (*PGStore)(nil)
 )
 
 // NewPGStore returns the sessions of workspace (see pgstore.WorkspaceKey)
@@ -61,6 +62,11 @@ func (p *PGStore) Load(ctx context.Context, key string) (*State, error) {
 // Append implements [Store].
 func (p *PGStore) Append(ctx context.Context, key string, msgs ...messages.Message) error {
 	return p.s.Append(ctx, key, msgs...)
+}
+
+// Pointer implements [PointerReader].
+func (p *PGStore) Pointer(ctx context.Context, key string) (int, error) {
+	return p.s.Pointer(ctx, key)
 }
 
 // AppendTurn implements [TurnAppender].

@@ -308,3 +308,28 @@ func TestPGStoreAppendTurnOnce(t *testing.T) {
 		t.Fatalf("stored %+v", s.Messages)
 	}
 }
+
+// PGStore's pointer read alone agrees with Load, and a session never
+// written is at 0.
+func TestPGStorePointer(t *testing.T) {
+	ctx := context.Background()
+	st := pgStore(t, uniqueWorkspace(t))
+	if n, err := st.Pointer(ctx, "k"); err != nil || n != 0 {
+		t.Fatalf("new session: %d, %v", n, err)
+	}
+	for i := range 2 {
+		if err := st.Append(ctx, "k",
+			messages.Message{Role: messages.RoleUser, Content: messages.TextContent(fmt.Sprint("q", i))},
+			messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(fmt.Sprint("a", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.MoveConsolidated(ctx, "k", 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.Pointer(ctx, "k")
+	loaded, lerr := st.Load(ctx, "k")
+	if err != nil || lerr != nil || n != 2 || loaded.LastConsolidated != 2 {
+		t.Errorf("Pointer %d (%v), Load %d (%v), want 2", n, err, loaded.LastConsolidated, lerr)
+	}
+}

@@ -65,6 +65,27 @@ type TurnLocker interface {
 	LockTurn(ctx context.Context, key string) (unlock func(), err error)
 }
 
+// PointerReader is a Store that reads a session's consolidation pointer
+// without loading its messages (FileStore reads the metadata record,
+// PGStore one column). The pointer may be past the messages left; what
+// matters to its readers is whether it is 0.
+type PointerReader interface {
+	Pointer(ctx context.Context, key string) (int, error)
+}
+
+// consolidatedPointer is key's consolidation pointer, read cheaply when
+// store can.
+func consolidatedPointer(ctx context.Context, store Store, key string) (int, error) {
+	if pr, ok := store.(PointerReader); ok {
+		return pr.Pointer(ctx, key)
+	}
+	st, err := store.Load(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	return st.LastConsolidated, nil
+}
+
 // ErrPointerMoved says the consolidation pointer was moved by another
 // writer since it was read.
 var ErrPointerMoved = errors.New("the consolidation pointer was moved by another writer")

@@ -513,16 +513,21 @@ func RuntimeFromConfig(cfg *config.Config) (RuntimeSettings, error) {
 
 // logSummaries gives fitting's note, where history is dropped, the latest
 // entries of the conversation log (memory/HISTORY.md, or the user's in
-// PostgreSQL) once consolidation has summarised the start of the session,
-// as the gateway's note does. The session replays only what consolidation
-// left, so the entries tell of what came before the dropped messages. It
-// reads nothing until fitting drops something, and gives nothing on any
-// failure: the note then only says how many messages went.
+// PostgreSQL) once consolidation has summarised the start of the session.
+// st is the session as loaded, or nil when the turn did not load it (a
+// Conversation turn): the pointer is then read alone, and only when
+// fitting drops something. It gives nothing on any failure: the note then
+// only says how many messages went.
 func (s *Session) logSummaries(ctx context.Context, st *State) func() []string {
-	if st.LastConsolidated == 0 {
+	if st != nil && st.LastConsolidated == 0 {
 		return nil
 	}
 	return func() []string {
+		if st == nil {
+			if n, err := consolidatedPointer(ctx, s.store, s.opts.Key); err != nil || n == 0 {
+				return nil
+			}
+		}
 		var text string
 		if p, ok := s.store.(*PGStore); ok {
 			t, ok, err := p.MemoryFile(ctx, s.opts.User, pgstore.HistoryFileName)
@@ -539,4 +544,11 @@ func (s *Session) logSummaries(ctx context.Context, st *State) func() []string {
 		}
 		return fit.LogEntries(text)
 	}
+}
+
+// LogSummaries is what fitting's note may quote from the conversation
+// log for this turn ([fit.Options.Summaries]), for a front end that fits
+// a Conversation turn's list itself (the gateway).
+func (p *Prepared) LogSummaries(ctx context.Context) func() []string {
+	return p.s.logSummaries(ctx, p.state)
 }

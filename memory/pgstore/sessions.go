@@ -88,6 +88,21 @@ func (s *Sessions) Load(ctx context.Context, key string) (*SessionState, error) 
 	return st, nil
 }
 
+// Pointer returns key's consolidation pointer alone (0 for a session
+// never written), for readers that need not load the messages.
+func (s *Sessions) Pointer(ctx context.Context, key string) (int, error) {
+	var consolidated int64
+	err := s.db.pool.QueryRow(ctx, `SELECT consolidated FROM loom_sessions WHERE workspace = $1 AND key = $2`,
+		s.workspace, key).Scan(&consolidated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("session: PostgreSQL: %w", unavailable(err))
+	}
+	return int(consolidated), nil
+}
+
 // Append adds msgs at the end of key in one statement (so one
 // transaction), creating the session if needed. Concurrent appends to one
 // session queue on its row.
