@@ -50,6 +50,7 @@ func main() {
 		protos   = flag.Bool("protocols", false, "compare the wire formats instead: the same turn as Chat Completions, Responses and Messages, at 1 and -c clients, each client its own session")
 		fitting  = flag.Bool("fit", false, "measure context-window fitting instead: a 200-message request counted only, fitted with nothing to drop, and fitted with drops, at 1 and -c clients")
 		rounds   = flag.Int("rounds", 3, "with -protocols or -fit: rounds of every phase, alternating; medians are printed")
+		yaml     = flag.String("yaml", "", "more loom.yaml for loom serve, top-level keys not written otherwise (for example \"memory:\\n  retrieval: priority\")")
 	)
 	flag.Parse()
 	if *upstream {
@@ -65,13 +66,13 @@ func main() {
 		if *fitting {
 			targets, extra = fitTargets()
 		}
-		if err := runTargets(*loom, *ws, *conc, *dur, *rounds, targets, extra); err != nil {
+		if err := runTargets(*loom, *ws, *conc, *dur, *rounds, targets, extra+*yaml); err != nil {
 			fmt.Fprintln(os.Stderr, "gateway-load:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	if err := run(*loom, *ws, *conc, *dur, *rate, *sess); err != nil {
+	if err := run(*loom, *ws, *conc, *dur, *rate, *sess, *yaml); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway-load:", err)
 		os.Exit(1)
 	}
@@ -104,8 +105,8 @@ func serveUpstream() {
 	}))
 }
 
-func run(loom, ws string, conc int, dur time.Duration, rate float64, sess string) error {
-	up, srv, upAddr, addr, err := start(loom, ws, "")
+func run(loom, ws string, conc int, dur time.Duration, rate float64, sess, extraYAML string) error {
+	up, srv, upAddr, addr, err := start(loom, ws, extraYAML)
 	if err != nil {
 		return err
 	}
