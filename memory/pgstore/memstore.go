@@ -150,13 +150,9 @@ func (e *userErr) Unwrap() error { return e.err }
 // acknowledged write is stored exactly once.
 func (s *Memories) write(ctx context.Context, fn func(tx pgx.Tx) (users []string, err error), committed func(ctx context.Context) (bool, error)) error {
 	var last error
-	for attempt := 0; attempt < 3; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
-			}
+	for attempt := 0; attempt < writeAttempts; attempt++ {
+		if err := pauseBefore(ctx, attempt); err != nil {
+			return err
 		}
 		users, commitSent, err := s.runTx(ctx, s.db.pool.Begin, fn)
 		if err == nil {
@@ -188,6 +184,24 @@ func (s *Memories) write(ctx context.Context, fn func(tx pgx.Tx) (users []string
 		}
 	}
 	return fmt.Errorf("memory: PostgreSQL: %w: %v", ErrUnavailable, last)
+}
+
+// writeAttempts is how many times a write is tried when the connection
+// drops.
+const writeAttempts = 3
+
+// pauseBefore waits before attempt (none before the first, then 100 ms
+// more each time), or returns ctx's error if it ends first.
+func pauseBefore(ctx context.Context, attempt int) error {
+	if attempt == 0 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		return nil
+	}
 }
 
 // runTx is one attempt of write: fn in a transaction begun by begin,
@@ -396,13 +410,9 @@ func (s *Memories) Import(ctx context.Context, ms []memory.Memory) error {
 		return fmt.Errorf("import of %d memories: the limit is %d", len(ms), memory.MaxImport)
 	}
 	var last error
-	for attempt := 0; attempt < 3; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
-			}
+	for attempt := 0; attempt < writeAttempts; attempt++ {
+		if err := pauseBefore(ctx, attempt); err != nil {
+			return err
 		}
 		_, commitSent, err := s.importFrom(ctx, memory.SliceSource(ms))
 		if err == nil || !isConnErr(err) {
