@@ -88,7 +88,7 @@ func BenchmarkBrowser(b *testing.B) {
 				const check = () => {
 					if (document.getElementById("view").textContent.includes(%q)) { resolve(performance.now() - t0); return; }
 					if (performance.now() - t0 > 5000) { reject(new Error("timed out")); return; }
-					requestAnimationFrame(check);
+					setTimeout(check, 5);
 				};
 				check();
 			})`, marker))

@@ -138,9 +138,13 @@ type pageSection struct {
 
 const sectionsJS = `[...document.querySelectorAll("#sections [data-name][data-tokens]")].map(d => ({name: d.dataset.name, tokens: +d.dataset.tokens, status: d.dataset.status}))`
 
-// eval evaluates js in the page; a promise is awaited.
+// eval evaluates js in the page; a promise is awaited, for a minute at
+// most: a page that never answers fails here, with the script named, not
+// at the package's timeout.
 func eval[T any](t *testing.T, ctx context.Context, js string) T {
 	t.Helper()
+	ctx, cancel := bounded(t, ctx)
+	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatalf("evaluate %.80q: %v", js, err)
@@ -148,8 +152,21 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 	return v
 }
 
+// bounded is ctx, a chromedp context, with a minute's timeout for one
+// step. The browser is started on ctx itself first (a no-op once it runs):
+// started under the timeout's context, it would close with it.
+func bounded(t *testing.T, ctx context.Context) (context.Context, context.CancelFunc) {
+	t.Helper()
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start the browser: %v", err)
+	}
+	return context.WithTimeout(ctx, time.Minute)
+}
+
 func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
+	ctx, cancel := bounded(t, ctx)
+	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +174,11 @@ func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Voi
 
 // timedRefresh runs action in the page and resolves with the milliseconds
 // until the view has been re-rendered and cond holds.
+//
+// The checks poll on a timer, not requestAnimationFrame: a headless page
+// that draws no frame may run no frame callbacks, and a promise waiting
+// on them then settles neither way (a CI run hung 10 minutes in
+// TestInspectorInBrowser on such a check).
 func timedRefresh(action, cond string) string {
 	return `new Promise((resolve, reject) => {
 		const t0 = performance.now();
@@ -165,7 +187,7 @@ func timedRefresh(action, cond string) string {
 		const check = () => {
 			if (window.loomInspector.renders > before && (` + cond + `)) { resolve(performance.now() - t0); return; }
 			if (performance.now() - t0 > 5000) { reject(new Error("timed out")); return; }
-			requestAnimationFrame(check);
+			setTimeout(check, 5);
 		};
 		check();
 	})`
@@ -263,7 +285,7 @@ func TestInspectorInBrowser(t *testing.T) {
 		const check = () => {
 			if (document.getElementById("view").textContent.includes("EDITED-MARKER-7")) { resolve(performance.now() - t0); return; }
 			if (performance.now() - t0 > 2000) { reject(new Error("the edit did not show within 2s")); return; }
-			requestAnimationFrame(check);
+			setTimeout(check, 5);
 		};
 		check();
 	})`)
