@@ -46,7 +46,7 @@ func main() {
 		dur      = flag.Duration("d", 30*time.Second, "duration of each phase")
 		upstream = flag.Bool("upstream", false, "internal: run the fake upstream")
 		rate     = flag.Float64("rate", 0, "requests per second of the open-loop phases; 0 means a third of loom's closed-loop throughput")
-		sess     = flag.String("session", "bench", "X-Loom-Session of the requests through loom; empty sends none (nothing is saved)")
+		sess     = flag.String("session", "bench", "X-Loom-Session of the requests through loom, with the run's start time added so that every run starts an empty session; empty sends none (nothing is saved)")
 		protos   = flag.Bool("protocols", false, "compare the wire formats instead: the same turn as Chat Completions, Responses and Messages, at 1 and -c clients, each client its own session")
 		fitting  = flag.Bool("fit", false, "measure context-window fitting instead: a 200-message request counted only, fitted with nothing to drop, and fitted with drops, at 1 and -c clients")
 		rounds   = flag.Int("rounds", 3, "with -protocols or -fit: rounds of every phase, alternating; medians are printed")
@@ -184,7 +184,9 @@ func measure(up, srv *exec.Cmd, ws, upAddr, addr string, conc int, dur time.Dura
 	}
 	viaHeaders := map[string]string{}
 	if sess != "" {
-		viaHeaders["X-Loom-Session"] = sess
+		// A session of its own: one reused across runs grows by every
+		// stored turn, and each run's figures would drift with its size.
+		viaHeaders["X-Loom-Session"] = fmt.Sprintf("%s-%d", sess, time.Now().UnixNano())
 	}
 	fmt.Printf("workspace %s, %d clients, %s per phase, streamed reply of 2 KiB of text, %d bytes on the wire\n\n", ws, conc, dur, len(reply))
 	fmt.Printf("%-8s %9s %7s | %-26s | %-26s\n", "", "", "", "time to first byte, ms", "whole response, ms")
