@@ -54,17 +54,16 @@ func fitBody(model string) []byte {
 }
 
 func fitTargets() ([]target, string) {
-	whole := func(size int, _ []byte) bool { return size == len(reply) }
 	dropped := func(want bool) func(url string) error {
 		return func(url string) error {
 			return checkDropped(url, want)
 		}
 	}
 	return []target{
-		{name: "direct", body: fitBody("fake-model"), done: whole},
-		{name: "counted", path: "/v1/chat/completions", body: fitBody("fake-model"), done: whole},
-		{name: "fit-none", path: "/v1/chat/completions", body: fitBody("fit-none"), done: whole, check: dropped(false)},
-		{name: "fit-drop", path: "/v1/chat/completions", body: fitBody("fit-drop"), done: whole, check: dropped(true)},
+		{name: "direct", body: fitBody("fake-model"), done: wholeReply},
+		{name: "counted", path: "/v1/chat/completions", body: fitBody("fake-model"), done: wholeReply},
+		{name: "fit-none", path: "/v1/chat/completions", body: fitBody("fit-none"), done: wholeReply, check: dropped(false)},
+		{name: "fit-drop", path: "/v1/chat/completions", body: fitBody("fit-drop"), done: wholeReply, check: dropped(true)},
 	}, fitYAML
 }
 

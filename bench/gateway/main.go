@@ -308,32 +308,13 @@ func loadAt(url string, body []byte, headers map[string]string, conc int, dur ti
 
 // send posts one request and reads the whole streamed answer, adding its
 // time to first byte and to the end, counted from t, to r; false is an
-// error.
+// error (the answer must be the upstream's whole reply).
 func send(client *http.Client, url string, body []byte, headers map[string]string, buf []byte, t time.Time, r *result) bool {
-	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		return false
-	}
-	n, err := res.Body.Read(buf)
-	first := time.Since(t)
-	size := n
-	for err == nil {
-		n, err = res.Body.Read(buf)
-		size += n
-	}
-	res.Body.Close()
-	if res.StatusCode != 200 || size != len(reply) {
-		return false
-	}
-	r.ttfb = append(r.ttfb, first)
-	r.total = append(r.total, time.Since(t))
-	return true
+	return sendTo(client, url, target{body: body, done: wholeReply}, headers, buf, t, r)
 }
+
+// wholeReply checks an answer that is the upstream's reply as it sent it.
+func wholeReply(size int, _ []byte) bool { return size == len(reply) }
 
 // merge adds one client's times and errors to r.
 func (r *result) merge(mu *sync.Mutex, one *result) {

@@ -40,13 +40,12 @@ type target struct {
 
 func protocolTargets() []target {
 	chat := []byte(`{"model":"fake-model","stream":true,"temperature":0.2,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"hello"},{"role":"assistant","content":"hi"},{"role":"user","content":"What changed today?"}]}`)
-	whole := func(size int, _ []byte) bool { return size == len(reply) }
 	endsWith := func(event string) func(int, []byte) bool {
 		return func(size int, tail []byte) bool { return size > len(reply)/2 && bytes.Contains(tail, []byte(event)) }
 	}
 	return []target{
-		{name: "direct", body: chat, done: whole},
-		{name: "chat", path: "/v1/chat/completions", body: chat, done: whole},
+		{name: "direct", body: chat, done: wholeReply},
+		{name: "chat", path: "/v1/chat/completions", body: chat, done: wholeReply},
 		{name: "responses", path: "/v1/responses", done: endsWith("response.completed"),
 			body: []byte(`{"model":"fake-model","stream":true,"temperature":0.2,"instructions":"You are terse.","input":[{"role":"user","content":"hello"},{"role":"assistant","content":"hi"},{"role":"user","content":"What changed today?"}]}`)},
 		{name: "messages", path: "/v1/messages", headers: map[string]string{"Anthropic-Version": "2023-06-01"}, done: endsWith("message_stop"),
@@ -82,7 +81,7 @@ func runTargets(loom, ws string, conc int, dur time.Duration, rounds int, target
 		}
 	}
 	fmt.Printf("workspace %s, streamed reply of 2 KiB of text, %s per phase, %d rounds; medians of the rounds\n\n", ws, dur, rounds)
-	fmt.Printf("%-10s %7s %9s %7s | %-30s | %-30s | %8s\n", "", "", "", "", "time to first byte, ms", "whole response, ms", "loom CPU")
+	fmt.Printf("%-10s %7s %9s %7s | %-30s | %-30s | %8s\n", "", "", "", "", "time to first byte, ms", "wholeReply response, ms", "loom CPU")
 	fmt.Printf("%-10s %7s %9s %7s | %8s %8s %12s | %8s %8s %12s | %8s\n", "target", "clients", "req/s", "errors", "p50", "p99", "added p50", "p50", "p99", "added p50", "µs/req")
 	var sessions atomic.Int64
 	for _, c := range []int{1, conc} {
