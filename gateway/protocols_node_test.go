@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/internal/testenv"
+	"github.com/loomctx/loom/llm/llmtest"
 )
 
 // The Responses and Messages front ends driven by the real npm clients,
@@ -252,7 +253,7 @@ func TestNodeResponsesAPI(t *testing.T) {
 				}
 				events = append(events, e)
 			}
-			if !reflect.DeepEqual(events, wantEvents) || deltaEvents != len(got.Deltas) || !onEvents(got.Deltas, "al", "pha ", "beta") || got.StreamText != "alpha beta" {
+			if !reflect.DeepEqual(events, wantEvents) || deltaEvents != len(got.Deltas) || !llmtest.DeltasOnEvents(got.Deltas, "al", "pha ", "beta") || got.StreamText != "alpha beta" {
 				t.Errorf("stream: events %q deltas %q text %q", got.Events, got.Deltas, got.StreamText)
 			}
 			if !reflect.DeepEqual(got.ToolCall, map[string]any{"name": "weather", "arguments": map[string]any{"city": "Oslo"}}) ||
@@ -327,7 +328,7 @@ func TestNodeAnthropicSDK(t *testing.T) {
 			if got.Plain != "plain answer" || got.PlainStop != "end_turn" || got.PlainUsage["cache_read_input_tokens"] == nil {
 				t.Errorf("plain: %+v", got)
 			}
-			if !onEvents(got.Deltas, "al", "pha ", "beta") || got.StreamText != "alpha beta" || got.StreamStop != "end_turn" {
+			if !llmtest.DeltasOnEvents(got.Deltas, "al", "pha ", "beta") || got.StreamText != "alpha beta" || got.StreamStop != "end_turn" {
 				t.Errorf("stream: %q %q %q", got.Deltas, got.StreamText, got.StreamStop)
 			}
 			wantCall := map[string]any{"name": "weather", "input": map[string]any{"city": "Oslo"}, "stop": "tool_use"}
@@ -606,7 +607,7 @@ func TestNodeOpenAIAgents(t *testing.T) {
 			if got.Final != "The weather tool says: 21 degrees" || !slices.Contains(got.Items, "tool_call_item") || !slices.Contains(got.Items, "tool_call_output_item") {
 				t.Errorf("run: %+v", got)
 			}
-			if got.Streamed != "alpha beta" || !onEvents(got.Deltas, "al", "pha ", "beta") {
+			if got.Streamed != "alpha beta" || !llmtest.DeltasOnEvents(got.Deltas, "al", "pha ", "beta") {
 				t.Errorf("streamed run: %q %q", got.Streamed, got.Deltas)
 			}
 			reqs := pe.requests()
@@ -621,24 +622,4 @@ func TestNodeOpenAIAgents(t *testing.T) {
 			checkStoredOnce(t, pe.env, "agents-run", 6)
 		})
 	}
-}
-
-// onEvents reports whether a client's text deltas are the upstream's
-// events' texts in order, each delta one event's or several consecutive
-// ones' joined: llm's client passes on in one piece the events that
-// arrived together, which depends on timing (the fake pauses between
-// them, but a loaded machine may still read two at once).
-func onEvents(deltas []string, events ...string) bool {
-	i := 0
-	for _, d := range deltas {
-		joined := ""
-		for joined != d && i < len(events) && len(joined) < len(d) {
-			joined += events[i]
-			i++
-		}
-		if joined != d {
-			return false
-		}
-	}
-	return i == len(events) && len(deltas) > 0
 }

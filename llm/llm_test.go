@@ -131,7 +131,7 @@ func TestOpenAIStream(t *testing.T) {
 	}
 	// Events that arrive together come in one call; how they arrive is the
 	// network's (TestStreamDeltasNotHeldBack paces them).
-	if want := []string{"Hello", " there,", " friend."}; !deltasOnEvents(deltas, want) {
+	if want := []string{"Hello", " there,", " friend."}; !llmtest.DeltasOnEvents(deltas, want...) {
 		t.Errorf("deltas = %q, want %q", deltas, want)
 	}
 	if res.Content != "Hello there, friend." || res.FinishReason != "stop" {
@@ -343,7 +343,7 @@ func TestAnthropicStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !deltasOnEvents(deltas, []string{"Hello", " there."}) || res.Content != "Hello there." || res.FinishReason != "end_turn" {
+	if !llmtest.DeltasOnEvents(deltas, "Hello", " there.") || res.Content != "Hello there." || res.FinishReason != "end_turn" {
 		t.Errorf("deltas %q res %+v", deltas, res)
 	}
 	if want := s.Requests()[0].Usage; res.Usage != want {
@@ -385,21 +385,4 @@ func TestRetryAfterHTTPDateAndCap(t *testing.T) {
 	if len(sleeps) != 1 || sleeps[0] < 15*time.Second || sleeps[0] > 20*time.Second {
 		t.Errorf("waits = %v, want about 20s", sleeps)
 	}
-}
-
-// deltasOnEvents reports whether deltas are the events' texts, in order,
-// each delta one event's or several consecutive events' joined.
-func deltasOnEvents(deltas, events []string) bool {
-	i := 0
-	for _, d := range deltas {
-		joined := ""
-		for joined != d && i < len(events) && len(joined) < len(d) {
-			joined += events[i]
-			i++
-		}
-		if joined != d {
-			return false
-		}
-	}
-	return i == len(events)
 }

@@ -619,3 +619,22 @@ func writeRepeated(w io.Writer, b byte, n int64) bool {
 	}
 	return true
 }
+
+// DeltasOnEvents reports whether a client's text deltas are the streamed
+// events' texts in order, each delta one event's or several consecutive
+// ones' joined: a client may pass on in one piece the events that arrived
+// together, which depends on timing.
+func DeltasOnEvents(deltas []string, events ...string) bool {
+	i := 0
+	for _, d := range deltas {
+		joined := ""
+		for joined != d && i < len(events) && len(joined) < len(d) {
+			joined += events[i]
+			i++
+		}
+		if joined != d {
+			return false
+		}
+	}
+	return i == len(events) && len(deltas) > 0
+}
