@@ -146,19 +146,19 @@ func fieldError(field, format string, args ...any) error {
 }
 
 func (s *Server) addTools() {
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "remember", Description: "Store a memory in the workspace's memory store; it enters later system prompts."}, s.remember)
+	addTool(s.mcp, &mcp.Tool{Name: "remember", Description: "Store a memory in the workspace's memory store; it enters later system prompts."}, s.remember)
 	// recall declares no output schema: the SDK would validate every
 	// answer against it, which costs more than the recall itself on a
 	// large store. The answer is RecallOutput.
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "recall", Description: "List stored memories, newest first, filtered by user, category or text; with query, the memories most relevant to it, best first. Returns {memories: [{id, category, content, user, chat, created_at, superseded_by, forgotten}], matched}, and with query scores and why (the words each matched) beside memories.",
+	addTool(s.mcp, &mcp.Tool{Name: "recall", Description: "List stored memories, newest first, filtered by user, category or text; with query, the memories most relevant to it, best first. Returns {memories: [{id, category, content, user, chat, created_at, superseded_by, forgotten}], matched}, and with query scores and why (the words each matched) beside memories.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(ctx context.Context, req *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, any, error) {
 		r, out, err := s.recall(ctx, req, in)
 		return r, out, err
 	})
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "forget", Description: "Forget a memory by id; it no longer enters prompts."}, s.forget)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "render_prompt", Description: "Render the workspace's system prompt with the given options; returns the prompt and its report.",
+	addTool(s.mcp, &mcp.Tool{Name: "forget", Description: "Forget a memory by id; it no longer enters prompts."}, s.forget)
+	addTool(s.mcp, &mcp.Tool{Name: "render_prompt", Description: "Render the workspace's system prompt with the given options; returns the prompt and its report.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}, OutputSchema: renderOutputSchema()}, s.renderPrompt)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "count_tokens", Description: "Count the tokens a text costs in an encoding.",
+	addTool(s.mcp, &mcp.Tool{Name: "count_tokens", Description: "Count the tokens a text costs in an encoding.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, s.countTokens)
 }
 
