@@ -158,7 +158,41 @@ type MemoryConfig struct {
 	// half with the memories most relevant to the current message, beside
 	// it). Empty means DefaultRetrieval.
 	Retrieval string `yaml:"retrieval"`
+	// Embeddings, when set, names an OpenAI-compatible /v1/embeddings
+	// endpoint: memories get vectors in the background, and a turn's
+	// recall fuses a ranking by meaning with the ranking by words. Nil
+	// (the default) changes nothing.
+	Embeddings *EmbeddingsConfig `yaml:"embeddings"`
 }
+
+// EmbeddingsConfig names the embedding endpoint of memory.embeddings. The
+// key follows llm's rules (package llm's Resolve): api_key_env may name
+// only a LOOM_* variable (or one in LOOM_ALLOWED_KEY_ENVS), and a key goes
+// only to an official endpoint, the operator's LOOM_LLM_BASE_URL or a host
+// in LOOM_ALLOWED_ENDPOINTS.
+type EmbeddingsConfig struct {
+	// BaseURL is the API's base, e.g. https://api.openai.com/v1; the
+	// request goes to BaseURL + "/embeddings".
+	BaseURL string `yaml:"base_url"`
+	Model   string `yaml:"model"`
+	// APIKeyEnv names the variable holding the key; none sends no key.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Dimensions, when set, is asked of the endpoint and required of
+	// every vector it returns; 0 takes the model's own length (the first
+	// reply fixes it).
+	Dimensions int `yaml:"dimensions"`
+	// QueryTimeout bounds the per-turn call that embeds the message;
+	// default DefaultEmbeddingQueryTimeout. Past it the turn's recall is
+	// by words alone.
+	QueryTimeout Duration `yaml:"query_timeout"`
+}
+
+// MaxEmbeddingDimensions is the longest vector memory.embeddings accepts.
+const MaxEmbeddingDimensions = 8192
+
+// DefaultEmbeddingQueryTimeout bounds a turn's query embedding unless
+// memory.embeddings.query_timeout says otherwise.
+const DefaultEmbeddingQueryTimeout = 500 * time.Millisecond
 
 // Memory retrieval modes (memory.retrieval in loom.yaml).
 const (
@@ -525,6 +559,24 @@ func (c *Config) validate() error {
 	}
 	oneOf("memory.store", c.Memory.Store, StoreSQLite, StorePostgres)
 	oneOf("memory.retrieval", c.Memory.Retrieval, RetrievalPriority, RetrievalRelevant)
+	if e := c.Memory.Embeddings; e != nil {
+		u, perr := url.Parse(e.BaseURL)
+		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			fail("memory.embeddings.base_url", "%q is not an http or https URL", redact.URL(e.BaseURL))
+		}
+		if strings.TrimSpace(e.Model) == "" {
+			fail("memory.embeddings.model", "must name the embedding model")
+		}
+		if c.has("memory.embeddings.api_key_env") && !envName().MatchString(e.APIKeyEnv) {
+			fail("memory.embeddings.api_key_env", "%q is not an environment variable name", e.APIKeyEnv)
+		}
+		if c.has("memory.embeddings.dimensions") && (e.Dimensions <= 0 || e.Dimensions > MaxEmbeddingDimensions) {
+			fail("memory.embeddings.dimensions", "must be between 1 and %d, got %d", MaxEmbeddingDimensions, e.Dimensions)
+		}
+		if c.has("memory.embeddings.query_timeout") && (e.QueryTimeout <= 0 || e.QueryTimeout.Std() > 30*time.Second) {
+			fail("memory.embeddings.query_timeout", "must be longer than 0s and at most 30s")
+		}
+	}
 	if c.has("memory.dsn_env") {
 		switch v := c.Memory.DSNEnv; {
 		case !envName().MatchString(v):

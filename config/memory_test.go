@@ -75,3 +75,31 @@ func TestMemoryStoreChoice(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryEmbeddings(t *testing.T) {
+	cfg, err := Parse("loom.yaml", []byte("memory:\n  embeddings:\n    base_url: http://127.0.0.1:8080/v1\n    model: tiny\n    api_key_env: LOOM_EMBED_KEY\n    dimensions: 64\n    query_timeout: 200ms\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.Memory.Embeddings
+	if e == nil || e.BaseURL != "http://127.0.0.1:8080/v1" || e.Model != "tiny" || e.APIKeyEnv != "LOOM_EMBED_KEY" || e.Dimensions != 64 || e.QueryTimeout.String() != "200ms" {
+		t.Fatalf("parsed %+v", e)
+	}
+	if cfg, err := Parse("loom.yaml", []byte("memory:\n  budget: 10\n")); err != nil || cfg.Memory.Embeddings != nil {
+		t.Errorf("no embeddings key: %+v, %v", cfg.Memory.Embeddings, err)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"    base_url: ftp://x/v1\n    model: m\n", "loom.yaml:3: memory.embeddings.base_url: \"ftp://x/v1\" is not an http or https URL"},
+		{"    model: m\n", "memory.embeddings.base_url: \"\" is not an http or https URL"},
+		{"    base_url: http://x/v1\n", "memory.embeddings.model: must name the embedding model"},
+		{"    base_url: http://x/v1\n    model: m\n    api_key_env: 'A B'\n", "loom.yaml:5: memory.embeddings.api_key_env: \"A B\" is not an environment variable name"},
+		{"    base_url: http://x/v1\n    model: m\n    dimensions: 100000\n", "loom.yaml:5: memory.embeddings.dimensions: must be between 1 and 8192, got 100000"},
+		{"    base_url: http://x/v1\n    model: m\n    query_timeout: 1h\n", "loom.yaml:5: memory.embeddings.query_timeout: must be longer than 0s and at most 30s"},
+		{"    base_url: http://x/v1\n    model: m\n    modle: n\n", "modle"},
+	} {
+		_, err := Parse("loom.yaml", []byte("memory:\n  embeddings:\n"+c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}

@@ -88,10 +88,8 @@ func Resolve(l config.LLMConfig, env Env) (Config, error) {
 	c.APIKey = get(EnvAPIKey)
 	if c.APIKey == "" && l.APIKeyEnv != "" {
 		keyFrom = l.APIKeyEnv
-		if !strings.HasPrefix(l.APIKeyEnv, "LOOM_") && !listed(get(EnvAllowedKeyEnvs), func(s string) bool { return s == l.APIKeyEnv }) {
-			return Config{}, fmt.Errorf("%w: loom.yaml: llm.api_key_env names %s; a workspace may name only LOOM_* variables, "+
-				"so that it cannot read the operator's other secrets (to allow it, add %s to %s)",
-				ErrSecretRefused, l.APIKeyEnv, l.APIKeyEnv, EnvAllowedKeyEnvs)
+		if err := keyEnvMayBeRead("llm.api_key_env", l.APIKeyEnv, get); err != nil {
+			return Config{}, err
 		}
 		c.APIKey = get(l.APIKeyEnv)
 	}
@@ -103,6 +101,49 @@ func Resolve(l config.LLMConfig, env Env) (Config, error) {
 		return Config{}, fmt.Errorf("%w: the key from %s %v", ErrSecretRefused, keyFrom, err)
 	}
 	return c, nil
+}
+
+// keyEnvMayBeRead applies the first half of the secrets rule to the
+// variable loom.yaml's field names: a LOOM_* one, or one the operator
+// listed in LOOM_ALLOWED_KEY_ENVS.
+func keyEnvMayBeRead(field, name string, get func(string) string) error {
+	if strings.HasPrefix(name, "LOOM_") || listed(get(EnvAllowedKeyEnvs), func(s string) bool { return s == name }) {
+		return nil
+	}
+	return fmt.Errorf("%w: loom.yaml: %s names %s; a workspace may name only LOOM_* variables, "+
+		"so that it cannot read the operator's other secrets (to allow it, add %s to %s)",
+		ErrSecretRefused, field, name, name, EnvAllowedKeyEnvs)
+}
+
+// EndpointKey applies Resolve's secrets rule to another OpenAI-compatible
+// endpoint loom.yaml names (memory.embeddings): it returns the key held
+// by the variable keyEnv, which loom.yaml's field names ("" is no key),
+// when the workspace may read that variable and the key may go to
+// baseURL: the official endpoint over https, LOOM_LLM_BASE_URL, or a host
+// in LOOM_ALLOWED_ENDPOINTS. Anything else is an error wrapping
+// ErrSecretRefused. env is os.LookupEnv when nil.
+func EndpointKey(field, keyEnv, baseURL string, env Env) (string, error) {
+	if env == nil {
+		env = os.LookupEnv
+	}
+	get := func(key string) string {
+		v, _ := env(key)
+		return strings.TrimSpace(v)
+	}
+	if keyEnv == "" {
+		return "", nil
+	}
+	if err := keyEnvMayBeRead(field, keyEnv, get); err != nil {
+		return "", err
+	}
+	key := get(keyEnv)
+	if key == "" {
+		return "", nil
+	}
+	if err := keyMayGo(Config{Provider: "openai", BaseURL: baseURL}, get(EnvBaseURL), get(EnvAllowedEndpoints)); err != nil {
+		return "", fmt.Errorf("%w: the key from %s %v", ErrSecretRefused, keyEnv, err)
+	}
+	return key, nil
 }
 
 // keyMayGo reports nil when c's endpoint may receive a key: the official

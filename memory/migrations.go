@@ -86,6 +86,35 @@ var migrations = []string{
 		INSERT INTO memories_fts (memories_fts, rowid, content, category) VALUES ('delete', old.seq, old.content, old.category);
 		INSERT INTO memories_fts (rowid, content, category) VALUES (new.seq, new.content, new.category);
 	END;`,
+
+	// 5: embedding vectors (memory.embeddings), one per memory and model,
+	// written after the memory by a background worker (see
+	// [VectorStore]). vec is the vector as little-endian float32; user is
+	// the memory's, so a search of one scope reads no memory row. id grows
+	// with every vector written, so a reader can fetch only what is new.
+	// A memory deleted or rewritten loses its vectors in the same
+	// statement.
+	`CREATE TABLE memory_vectors (
+		id    INTEGER PRIMARY KEY AUTOINCREMENT,
+		seq   INTEGER NOT NULL,
+		model TEXT    NOT NULL,
+		user  TEXT    NOT NULL,
+		vec   BLOB    NOT NULL,
+		UNIQUE (seq, model)
+	);
+	CREATE INDEX memory_vectors_model ON memory_vectors (model, id);
+	-- Vectors are only added, except by these triggers, which count
+	-- their removals so that a reader's copy knows to start over.
+	CREATE TABLE vector_removals (one INTEGER PRIMARY KEY CHECK (one = 1), n INTEGER NOT NULL);
+	INSERT INTO vector_removals (one, n) VALUES (1, 0);
+	CREATE TRIGGER memory_vectors_delete AFTER DELETE ON memories BEGIN
+		DELETE FROM memory_vectors WHERE seq = old.seq;
+		UPDATE vector_removals SET n = n + 1;
+	END;
+	CREATE TRIGGER memory_vectors_update AFTER UPDATE OF content ON memories BEGIN
+		DELETE FROM memory_vectors WHERE seq = old.seq;
+		UPDATE vector_removals SET n = n + 1;
+	END;`,
 }
 
 // insertTrigger moves the change counter on every insert. Import, which

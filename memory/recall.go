@@ -43,7 +43,17 @@ type RecallOptions struct {
 	// KeepNearCopies turns off the leaving out of near-copies; the
 	// evaluation in bench/retrieval sets it to measure what that gives.
 	KeepNearCopies bool
+	// Similar, when set, ranks the scope's memories by meaning
+	// (memory.embeddings; see package embedding). The recall fuses that
+	// ranking with the ranking by words by reciprocal rank, and Why says
+	// which found each memory. If it fails, the recall is by words
+	// alone and Recall.Ranking says why.
+	Similar SimilarFunc
 }
+
+// SimilarFunc returns up to limit memories nearest in meaning to text,
+// best first, Score being their cosine.
+type SimilarFunc func(ctx context.Context, text string, limit int) ([]Hit, error)
 
 // Recalled is one memory a recall chose, with its score and why.
 type Recalled struct {
@@ -67,7 +77,19 @@ type Recall struct {
 	// Fallback, when set, says why the memories were chosen by priority
 	// instead of relevance.
 	Fallback string `json:"fallback,omitempty"`
+	// Ranking, set only when the recall could rank by meaning too
+	// (RecallOptions.Similar), says whether it did: RankingFused, or
+	// "words only: " and why not.
+	Ranking string `json:"ranking,omitempty"`
 }
+
+// RankingFused is Recall.Ranking when the ranking by words and the
+// ranking by meaning were fused.
+const RankingFused = "words and meaning"
+
+// rankingWordsOnly starts Recall.Ranking when the ranking by meaning
+// failed.
+const rankingWordsOnly = "words only: "
 
 // Lines are the recalled memories as the runtime block shows them.
 func (r *Recall) Lines() []string {
@@ -112,6 +134,23 @@ func RecallFor(ctx context.Context, s Searcher, o RecallOptions) Recall {
 	if rec.Budget == 0 {
 		return rec
 	}
+	var (
+		similar    []Hit
+		similarErr error
+		similarEnd chan struct{}
+	)
+	if o.Similar != nil {
+		if strings.TrimSpace(o.Message) == "" {
+			rec.Ranking = rankingWordsOnly + "the message is empty"
+		} else {
+			// The endpoint's round trip overlaps the search by words.
+			similarEnd = make(chan struct{})
+			go func() {
+				defer close(similarEnd)
+				similar, similarErr = o.Similar(ctx, o.Message, recallCandidates)
+			}()
+		}
+	}
 	var hits []Hit
 	var err error
 	switch {
@@ -126,6 +165,36 @@ func RecallFor(ctx context.Context, s Searcher, o RecallOptions) Recall {
 			rec.Fallback = fallbackSearchErr + err.Error()
 		case len(hits) == 0:
 			rec.Fallback = FallbackNoMatch
+		}
+	}
+	near := map[string]float64{} // cosine of the hits found by meaning
+	byWords := map[string]bool{}
+	if similarEnd != nil {
+		<-similarEnd
+		switch {
+		case similarErr != nil:
+			rec.Ranking = rankingWordsOnly + similarErr.Error()
+		default:
+			rec.Ranking = RankingFused
+			for _, h := range similar {
+				near[h.ID] = h.Score
+			}
+			if len(similar) > 0 {
+				if rec.Fallback != "" {
+					hits = nil // a failed search by words is left out
+				}
+				rec.Fallback = ""
+				for _, h := range hits {
+					byWords[h.ID] = true
+				}
+				// The fused score stands for both rankings: a
+				// memory's BM25 score and cosine do not compare.
+				var scores []float64
+				hits, scores = fuseHits(recallCandidates, hits, similar)
+				for i := range hits {
+					hits[i].Score = scores[i]
+				}
+			}
 		}
 	}
 	if rec.Fallback != "" {
@@ -144,6 +213,14 @@ func RecallFor(ctx context.Context, s Searcher, o RecallOptions) Recall {
 		why := "no word shown"
 		if len(h.Matched) > 0 {
 			why = "matched " + strings.Join(h.Matched, ", ")
+		}
+		if cos, ok := near[h.ID]; ok {
+			meaning := fmt.Sprintf("close in meaning (cosine %.3f)", cos)
+			if byWords[h.ID] {
+				why += "; " + meaning
+			} else {
+				why = meaning
+			}
 		}
 		if !f.offer(h.Memory, h.Score, why) || chats == nil {
 			continue
@@ -207,8 +284,16 @@ func RankTurn(ctx context.Context, s Searcher, q TurnQuery) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	lists := [][]Hit{hits, more}
-	limit := q.Limit
+	fused, _ := fuseHits(q.Limit, hits, more)
+	return fused, nil
+}
+
+// fuseHits fuses rankings by reciprocal rank: a hit scores 1/(60+rank)
+// in each list that has it (rank from 1), best total first, ties by the
+// best rank reached; at most limit. A fused hit keeps the score and
+// matched words it had in the list that ranked it highest (the first
+// such list); scores are the fused scores, in the same order.
+func fuseHits(limit int, lists ...[]Hit) (hits []Hit, scores []float64) {
 	type fused struct {
 		hit   Hit
 		score float64
@@ -239,11 +324,12 @@ func RankTurn(ctx context.Context, s Searcher, q TurnQuery) ([]Hit, error) {
 		}
 		return a.first - b.first
 	})
-	out := make([]Hit, 0, min(limit, len(order)))
+	hits = make([]Hit, 0, min(limit, len(order)))
 	for _, f := range order[:min(limit, len(order))] {
-		out = append(out, f.hit)
+		hits = append(hits, f.hit)
+		scores = append(scores, f.score)
 	}
-	return out, nil
+	return hits, scores
 }
 
 // filler takes memories into a recall while they fit.

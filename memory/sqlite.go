@@ -119,6 +119,9 @@ type SQLite struct {
 	searchDB  *sql.DB
 	searchSt  *searchStmts
 	closed    bool // under searchMu: Search opens nothing after Close
+
+	// vectors is Nearest's copy of the stored vectors.
+	vectors vectorCache
 }
 
 var _ Store = (*SQLite)(nil)

@@ -57,6 +57,7 @@ func (b *Builder) SetMemorySource(src MemorySource) {
 // lists them again instead of reusing its last result. Safe to call at any
 // time, from any goroutine.
 func (b *Builder) Invalidate() {
+	b.emb.notify() // a write: its memories wait for their vectors
 	b.memEpoch.Add(1)
 	b.mu.Lock()
 	b.memFP, b.memSelKey, b.memSel, b.memList, b.memFile = "", "", nil, nil, nil

@@ -151,6 +151,9 @@ type Builder struct {
 	memoryCache
 	partCache
 	resultCache
+
+	// emb runs loom.yaml's memory.embeddings (see embeddings.go).
+	emb embedderSlot
 }
 
 // memoryCache is the open memory store and what was last read from it.
@@ -229,8 +232,10 @@ func New(ws *workspace.Workspace) *Builder {
 // Workspace returns the builder's workspace.
 func (b *Builder) Workspace() *workspace.Workspace { return b.ws }
 
-// Close releases the memory store, if one was opened.
+// Close stops the embedding worker, if one runs, and releases the memory
+// store, if one was opened.
 func (b *Builder) Close() error {
+	b.emb.close()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.store != nil {

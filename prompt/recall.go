@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/memory"
 )
 
@@ -24,6 +25,8 @@ type recallPlan struct {
 	excludeChat string
 	// chats groups list by chat once, for every recall on this render.
 	chats func() map[string][]memory.Memory
+	// embeddings is loom.yaml's memory.embeddings; nil without.
+	embeddings *config.EmbeddingsConfig
 }
 
 // planRecall keeps, when loom.yaml asks for memory.retrieval: relevant,
@@ -33,7 +36,8 @@ func (st *state) planRecall() {
 		return
 	}
 	p := &recallPlan{sel: st.memories, list: st.memList, dbPath: st.memDB,
-		budget: max(st.memBudget-st.memories.Tokens, 0), user: st.opts.User, counter: st.counter}
+		budget: max(st.memBudget-st.memories.Tokens, 0), user: st.opts.User, counter: st.counter,
+		embeddings: st.cfg.Memory.Embeddings}
 	if st.opts.ChatID != "" && st.cfg.Memory.ExcludesCurrentChat() {
 		p.excludeChat = st.opts.ChatID
 	}
@@ -69,9 +73,11 @@ func (b *Builder) Recall(ctx context.Context, res *Result, message, previous str
 		}
 		return out
 	}
-	r := memory.RecallFor(ctx, b.searcher(p), memory.RecallOptions{
+	s := b.searcher(p)
+	r := memory.RecallFor(ctx, s, memory.RecallOptions{
 		Message: message, Previous: previous, User: p.user, Budget: p.budget, Counter: p.counter,
 		Shown: shown, Pool: pool, ExcludeChat: p.excludeChat, Neighbours: true, All: p.list, Chats: p.chats(),
+		Similar: b.similar(p, s),
 	})
 	return &r
 }

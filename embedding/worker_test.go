@@ -1,0 +1,187 @@
+package embedding_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/loomctx/loom/embedding"
+	"github.com/loomctx/loom/embedding/embeddingtest"
+	"github.com/loomctx/loom/memory"
+)
+
+var ctx = context.Background()
+
+func openStore(t *testing.T) *memory.SQLite {
+	t.Helper()
+	s, err := memory.OpenSQLite(filepath.Join(t.TempDir(), "memory.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// startWorker runs a worker with short pauses until the test ends.
+func startWorker(t *testing.T, s memory.VectorStore, f *embeddingtest.Fake) *embedding.Worker {
+	t.Helper()
+	w := embedding.NewWorker(s, embedding.NewClient(embedding.ClientConfig{BaseURL: f.BaseURL(), Model: "fake"}))
+	w.Poll, w.MinBackoff, w.MaxBackoff, w.Batch = 20*time.Millisecond, 5*time.Millisecond, 40*time.Millisecond, 4
+	c, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(c) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return w
+}
+
+// waitEmbedded waits until no active memory of s lacks a vector.
+func waitEmbedded(t *testing.T, s memory.VectorStore) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		todo, err := s.Unembedded(ctx, "fake", 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(todo) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("memory %q still has no vector", todo[0].Content)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func add(t *testing.T, s memory.Store, contents ...string) []memory.Memory {
+	t.Helper()
+	var ns []memory.NewMemory
+	for _, c := range contents {
+		ns = append(ns, memory.NewMemory{Category: "personal_fact", Content: c})
+	}
+	ms, err := s.Add(ctx, ns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// A memory written gets its vector in the background: the fake's own
+// vector of its text, found by Nearest.
+func TestWorkerEmbedsWrites(t *testing.T) {
+	f := embeddingtest.New(t)
+	s := openStore(t)
+	w := startWorker(t, s, f)
+	add(t, s, "Mira plays the cello.", "Mira lives in Porto.")
+	w.Notify()
+	waitEmbedded(t, s)
+	for _, text := range []string{"Mira plays the cello.", "Mira lives in Porto."} {
+		hits, err := s.Nearest(ctx, memory.VectorQuery{Model: "fake", Vector: f.Vector(text), Limit: 1})
+		if err != nil || len(hits) != 1 || hits[0].Content != text || hits[0].Score < 0.9999 {
+			t.Fatalf("nearest to %q: %+v, %v", text, hits, err)
+		}
+	}
+	if st := w.Stats(); st.Embedded != 2 || st.LastError != nil {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// With the endpoint down, a write still succeeds at once; the worker
+// keeps trying, and fills the vectors in when the endpoint is back.
+// A worker started on a store that already has memories (embeddings just
+// turned on) fills theirs in too.
+func TestWorkerBackfills(t *testing.T) {
+	f := embeddingtest.New(t)
+	s := openStore(t)
+	var old []string
+	for i := range 10 {
+		old = append(old, fmt.Sprintf("Written before embeddings, number %d.", i))
+	}
+	add(t, s, old...)
+	f.SetDown(true)
+	w := startWorker(t, s, f)
+	start := time.Now()
+	add(t, s, "Written while the endpoint is down.")
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the write took %v", d)
+	}
+	w.Notify()
+	for w.Stats().Failures < 3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if todo, _ := s.Unembedded(ctx, "fake", 0, 100); len(todo) != 11 {
+		t.Fatalf("%d memories wait, want all 11", len(todo))
+	}
+	if err := w.Stats().LastError; err == nil || !strings.Contains(err.Error(), "answered 503") {
+		t.Errorf("last error %v", err)
+	}
+	f.SetDown(false)
+	waitEmbedded(t, s)
+	if st := w.Stats(); st.Embedded != 11 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// One memory the endpoint always refuses holds up the others only until
+// it has failed alone a few times; then the worker goes on past it.
+func TestWorkerPassesOverAPoisonMemory(t *testing.T) {
+	f := embeddingtest.New(t)
+	f.SetReply(func(w http.ResponseWriter, in []string) bool {
+		for _, s := range in {
+			if strings.Contains(s, "poison") {
+				http.Error(w, `{"error":"input too long"}`, http.StatusBadRequest)
+				return true
+			}
+		}
+		return false
+	})
+	s := openStore(t)
+	add(t, s, "first", "poison pill", "third", "fourth", "fifth", "sixth")
+	w := startWorker(t, s, f)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		todo, err := s.Unembedded(ctx, "fake", 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(todo) == 1 && todo[0].Content == "poison pill" && w.Stats().Skipped >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting: %+v, stats %+v", todo, w.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Writers and the worker at once: every memory gets exactly its vector.
+func TestWorkerConcurrentWriters(t *testing.T) {
+	f := embeddingtest.New(t)
+	s := openStore(t)
+	w := startWorker(t, s, f)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 25 {
+				add(t, s, fmt.Sprintf("writer %d memory %d", g, i))
+				w.Notify()
+			}
+		}()
+	}
+	wg.Wait()
+	waitEmbedded(t, s)
+	for g := range 4 {
+		text := fmt.Sprintf("writer %d memory %d", g, 24)
+		hits, err := s.Nearest(ctx, memory.VectorQuery{Model: "fake", Vector: f.Vector(text), Limit: 1})
+		if err != nil || len(hits) != 1 || hits[0].Content != text {
+			t.Fatalf("nearest to %q: %+v, %v", text, hits, err)
+		}
+	}
+}
