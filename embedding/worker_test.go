@@ -12,10 +12,18 @@ import (
 
 	"github.com/loomctx/loom/embedding"
 	"github.com/loomctx/loom/embedding/embeddingtest"
+	"github.com/loomctx/loom/internal/testenv"
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/memory/pgstore"
 )
 
 var ctx = context.Background()
+
+// vectorStore is a memory store that keeps vectors.
+type vectorStore interface {
+	memory.Store
+	memory.VectorStore
+}
 
 func openStore(t *testing.T) *memory.SQLite {
 	t.Helper()
@@ -25,6 +33,23 @@ func openStore(t *testing.T) *memory.SQLite {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// eachStore runs fn on a new SQLite store and on a new workspace of
+// PostgreSQL's store (NEEDS PostgreSQL: see testenv.PostgresDSN).
+func eachStore(t *testing.T, fn func(t *testing.T, s vectorStore)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, openStore(t)) })
+	t.Run("postgres", func(t *testing.T) {
+		dsn := testenv.PostgresDSN(t)
+		db, err := pgstore.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		s := db.Memory(fmt.Sprintf("%s/%d", t.Name(), time.Now().UnixNano()))
+		t.Cleanup(func() { s.Close() })
+		fn(t, s)
+	})
 }
 
 // startWorker runs a worker with short pauses until the test ends.
@@ -73,9 +98,10 @@ func add(t *testing.T, s memory.Store, contents ...string) []memory.Memory {
 
 // A memory written gets its vector in the background: the fake's own
 // vector of its text, found by Nearest.
-func TestWorkerEmbedsWrites(t *testing.T) {
+func TestWorkerEmbedsWrites(t *testing.T) { eachStore(t, testWorkerEmbedsWrites) }
+
+func testWorkerEmbedsWrites(t *testing.T, s vectorStore) {
 	f := embeddingtest.New(t)
-	s := openStore(t)
 	w := startWorker(t, s, f)
 	add(t, s, "Mira plays the cello.", "Mira lives in Porto.")
 	w.Notify()
@@ -95,9 +121,10 @@ func TestWorkerEmbedsWrites(t *testing.T) {
 // keeps trying, and fills the vectors in when the endpoint is back.
 // A worker started on a store that already has memories (embeddings just
 // turned on) fills theirs in too.
-func TestWorkerBackfills(t *testing.T) {
+func TestWorkerBackfills(t *testing.T) { eachStore(t, testWorkerBackfills) }
+
+func testWorkerBackfills(t *testing.T, s vectorStore) {
 	f := embeddingtest.New(t)
-	s := openStore(t)
 	var old []string
 	for i := range 10 {
 		old = append(old, fmt.Sprintf("Written before embeddings, number %d.", i))

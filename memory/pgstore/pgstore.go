@@ -108,6 +108,15 @@ var migrations = []string{
 		setweight(to_tsvector('english'::regconfig, content), 'A') ||
 		setweight(to_tsvector('english'::regconfig, category), 'D')) STORED;
 	CREATE INDEX loom_memories_search ON loom_memories USING GIN (search);`,
+	// 6: embedding vectors (memory.embeddings), one per memory and model,
+	// as little-endian float32 (memory.EncodeVector), written after the
+	// memory by a background worker; they go with their memory.
+	`CREATE TABLE loom_memory_vectors (
+		seq   bigint NOT NULL REFERENCES loom_memories (seq) ON DELETE CASCADE,
+		model text   NOT NULL,
+		vec   bytea  NOT NULL,
+		PRIMARY KEY (seq, model)
+	);`,
 }
 
 // WorkspaceKey is the name a workspace's rows are kept under: the value

@@ -56,6 +56,7 @@ func Run(t *testing.T, f Factory) {
 		{"ConcurrentWriters", testConcurrent},
 		{"RacingSupersedes", testRacingSupersedes},
 		{"Search", testSearch},
+		{"Vectors", testVectors},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f(t)) })

@@ -1,0 +1,164 @@
+package storetest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/loomctx/loom/memory"
+)
+
+// testVectors holds a store's vectors to the plain reference: its queue
+// (Unembedded) is every active memory without a vector, oldest first; a
+// vector is stored once; and Nearest agrees with memory.NearestPlain over
+// the memories listed and the vectors the test wrote, with several users,
+// forgotten and superseded memories, exact ties, and memories added after
+// the first search. Run skips it for a store that keeps no vectors.
+func testVectors(t *testing.T, open Opener) {
+	n := 0
+	t0 := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	store := open(t, Config{Now: func() time.Time { return t0.Add(time.Duration(n) * time.Second) }, NewID: func() string { n++; return fmt.Sprintf("m_v%05d", n) }})
+	vs, ok := store.(memory.VectorStore)
+	if !ok {
+		t.Skip("the store keeps no vectors")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	const dims = 8
+	randVec := func() []float32 {
+		v := make([]float32, dims)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	shared := randVec()
+	var ms []memory.Memory
+	for i := range 600 {
+		ms = append(ms, memory.Memory{ID: fmt.Sprintf("imp%04d", i), Category: "personal_fact", Content: fmt.Sprintf("imported %d", i),
+			User: []string{"", "u1", "u2"}[rng.IntN(3)], CreatedAt: t0.Add(-time.Duration(rng.IntN(50)) * time.Minute), Forgotten: rng.IntN(8) == 0})
+	}
+	if err := store.Import(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	vecOf := map[string][]float32{} // by content, which is unique here
+	keyOf := map[string]int64{}
+	embedAll := func(model string) int {
+		total := 0
+		var after int64
+		for {
+			todo, err := vs.Unembedded(ctx, model, after, 97)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(todo) == 0 {
+				return total
+			}
+			var batch []memory.Vector
+			for i, u := range todo {
+				if u.Key <= after || (i > 0 && u.Key <= todo[i-1].Key) {
+					t.Fatalf("queue out of order: key %d after %d", u.Key, after)
+				}
+				v := randVec()
+				if rng.IntN(8) == 0 {
+					v = shared
+				}
+				if model == "m" {
+					vecOf[u.Content], keyOf[u.Content] = v, u.Key
+				}
+				batch = append(batch, memory.Vector{Key: u.Key, Values: v})
+			}
+			after = todo[len(todo)-1].Key
+			if err := vs.PutVectors(ctx, model, batch); err != nil {
+				t.Fatal(err)
+			}
+			total += len(todo)
+		}
+	}
+	active := 0
+	for _, m := range ms {
+		if !m.Forgotten {
+			active++
+		}
+	}
+	if got := embedAll("m"); got != active {
+		t.Fatalf("the queue held %d memories, want the %d active ones", got, active)
+	}
+	embedAll("other")
+	if todo, err := vs.Unembedded(ctx, "m", 0, 10); err != nil || len(todo) != 0 {
+		t.Fatalf("queue after embedding: %v, %v", todo, err)
+	}
+	// A second vector for a memory is passed over.
+	for c, k := range keyOf {
+		if err := vs.PutVectors(ctx, "m", []memory.Vector{{Key: k, Values: randVec()}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := vs.Nearest(ctx, memory.VectorQuery{Model: "m", Vector: vecOf[c], User: "u1", Limit: 1})
+		if err != nil || len(got) != 1 || math.Abs(got[0].Score-1) > 1e-5 {
+			t.Fatalf("nearest to a stored vector: %+v, %v", got, err)
+		}
+		break
+	}
+	checked := 0
+	compare := func(stage string) {
+		t.Helper()
+		all, err := store.List(ctx, memory.Query{All: true, AllUsers: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cs []memory.Candidate
+		for _, m := range all {
+			if v, ok := vecOf[m.Content]; ok {
+				cs = append(cs, memory.Candidate{Memory: m, Key: keyOf[m.Content], Vector: v})
+			}
+		}
+		for qi, qv := range [][]float32{randVec(), shared} {
+			for _, user := range []string{"", "u2"} {
+				for _, limit := range []int{1, 10, 100} {
+					q := memory.VectorQuery{Model: "m", Vector: qv, User: user, Limit: limit}
+					got, err := vs.Nearest(ctx, q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := memory.NearestPlain(q, cs)
+					if len(got) != len(want) {
+						t.Fatalf("%s: query %d user %q limit %d: %d hits, plain %d", stage, qi, user, limit, len(got), len(want))
+					}
+					for i := range want {
+						if got[i].ID != want[i].ID || math.Abs(got[i].Score-want[i].Score) > 1e-5 || got[i].Content != want[i].Content {
+							t.Fatalf("%s: query %d user %q limit %d: hit %d is %s %v, plain %s %v", stage, qi, user, limit, i, got[i].ID, got[i].Score, want[i].ID, want[i].Score)
+						}
+						checked++
+					}
+				}
+			}
+		}
+	}
+	compare("imported")
+	var more []memory.NewMemory
+	for i := range 120 {
+		more = append(more, memory.NewMemory{Category: "personal_fact", Content: fmt.Sprintf("added %d", i), User: []string{"", "u2"}[i%2]})
+	}
+	added, err := store.Add(ctx, more...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Add(ctx, memory.NewMemory{Category: "personal_fact", Content: "replaces added 0", User: "", Supersedes: added[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(ms); i += 29 {
+		if !ms[i].Forgotten {
+			if err := store.Forget(ctx, ms[i].ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := embedAll("m"); got != 120 {
+		t.Fatalf("%d memories queued after adding 121 (one superseded): want 120", got)
+	}
+	compare("added")
+	if checked < 500 {
+		t.Errorf("only %d hits compared", checked)
+	}
+}
