@@ -61,9 +61,10 @@
 //     the one function that knows what each kind of node holds) and the
 //     prioritised ones in drop order; a plan marks which are dropped for
 //     the next pass.
-//   - size: the first pass drops nothing and gives every scope's cost. (A
-//     sizing pass writes large cached scopes as short stand-ins, as only
-//     the count is wanted.)
+//   - size: the first pass drops nothing and gives every scope's cost.
+//     Every pass of the search sizes: it writes the large scopes it finds
+//     whole in the cache as short stand-ins, as only its count is wanted;
+//     the answer is rendered once more in full.
 //   - cut: guess how many scopes of the drop order must go from the costs,
 //     render that cut, then gallop and bisect to the smallest cut that fits
 //     whose one-shorter neighbour does not. The last scope dropped is cut

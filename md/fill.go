@@ -17,10 +17,11 @@ type tuning struct {
 	// standMin is the shortest text written as a stand-in: below it,
 	// copying the text costs less than finding its cuts.
 	standMin int
-	// sizeAfter is the number of fill rounds after which its passes size,
-	// and probeAfter the number after which it probes (see prober): a
-	// tracking pass costs a few passes, and saves one per list item it
-	// rules out.
+	// sizeAfter is the number of fill rounds after which its passes size
+	// (0: from the first, as the cut's do; tests set more to check full
+	// passes in a fill), and probeAfter the number after which it probes
+	// (see prober): a tracking pass costs a few passes, and saves one per
+	// list item it rules out.
 	sizeAfter, probeAfter int
 	// onTry is told of every cut the search renders (-1 for a fill's
 	// pass), onStands how many stand-ins each sizing pass wrote, and
@@ -30,7 +31,7 @@ type tuning struct {
 	onProbed func(idx, size int, exact bool)
 }
 
-var defaultTuning = tuning{standMin: 4 << 10, sizeAfter: 4, probeAfter: 8}
+var defaultTuning = tuning{standMin: 4 << 10, sizeAfter: 0, probeAfter: 8}
 
 // fillSlack is how many tokens joining a scope back into the text may save
 // against its own count; a scope costing more than the room left plus this
@@ -52,10 +53,8 @@ func (rd *Renderer) fill(sr *search, cost []int, share func(int) float64, k int,
 	f := &filler{rd: rd, sr: sr, p: sr.p, cost: cost, share: share, k: k, budget: rd.budget, cur: cur,
 		rejected: make([]bool, len(sr.p.scopes)), stale: true, poolRoom: -1, poolMost: -1}
 	for round := 0; round < fillRounds; round++ {
-		// A fill that goes on past a few rounds is rejecting scopes one by
-		// one with little room left, each with a pass that is wanted only
-		// for its count: from here its passes size (see passSized), and
-		// the answer is rendered again at the end.
+		// A fill's passes are wanted for their counts: they size (see
+		// passSized), and the answer is rendered again at the end.
 		sr.sizing = round >= rd.tune.sizeAfter
 		room := f.budget - f.cur.tokens
 		if f.stale {

@@ -95,12 +95,14 @@ func (rd *Renderer) solve(n Node) (Result, error) {
 	sr := &search{rd: rd, n: n, p: p, tries: map[int]attempt{}}
 	defer sr.release()
 	// Every pass is lean, as its records are wanted for their counts, and
-	// in full only if it is the answer. The first, which drops nothing,
-	// also sizes, as its text is wanted only if it is the answer (it is
-	// then rendered again); so do a long fill's (see fill).
+	// in full only if it is the answer. Every pass also sizes (writes the
+	// large scopes it finds whole in the cache as stand-ins; see
+	// passSized), as its text is wanted only if it is the answer, which is
+	// then rendered once more in full: on the large workspace at 32k a cut
+	// and a fill take six passes of ~170 KB each, which sizing makes ~2 KB
+	// each, for one more full pass at the end.
 	sr.lean, sr.sizing = true, true
 	full, err := sr.try(0)
-	sr.sizing = false
 	if err != nil {
 		return Result{}, err
 	}
