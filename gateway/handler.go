@@ -22,6 +22,7 @@ import (
 
 	"github.com/loomctx/loom/fit"
 	"github.com/loomctx/loom/gateway/protocol"
+	"github.com/loomctx/loom/internal/jsonscan"
 	"github.com/loomctx/loom/internal/redact"
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/messages"
@@ -199,14 +200,18 @@ func decode(r *http.Request, body []byte) (*request, error) {
 	}
 	for i, raw := range raws {
 		// One decode as a message; the slower look at role and content
-		// only when that fails, for an error naming the field.
-		var m messages.Message
+		// only when that fails, for an error naming the field. It decodes
+		// into the list's next place: a message of its own would be one
+		// more allocation per message (UnmarshalJSON takes a pointer).
+		q.msgs = append(q.msgs, messages.Message{})
+		m := &q.msgs[len(q.msgs)-1]
 		// raw was checked as JSON with the whole body, so the message's
 		// own decoder is called straight away.
 		if err := m.UnmarshalJSON(raw); err == nil {
 			switch m.Role {
 			case messages.RoleSystem, messages.RoleDeveloper:
 				q.clientSys = append(q.clientSys, protocol.TextOf(m.Content))
+				q.dropLast()
 				continue
 			case messages.RoleUser, messages.RoleAssistant, messages.RoleTool:
 			default:
@@ -215,9 +220,9 @@ func decode(r *http.Request, body []byte) (*request, error) {
 			if m.Role == messages.RoleTool && m.ToolCallID == "" {
 				return nil, ferr(fmt.Sprintf("messages[%d].tool_call_id", i), "a tool message needs tool_call_id")
 			}
-			q.msgs = append(q.msgs, m)
 			continue
 		}
+		q.dropLast()
 		var peek struct {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
@@ -237,9 +242,16 @@ func decode(r *http.Request, body []byte) (*request, error) {
 		default:
 			return nil, ferr(fmt.Sprintf("messages[%d].role", i), "%q is not one of system, developer, user, assistant, tool", peek.Role)
 		}
-		return nil, ferr(fmt.Sprintf("messages[%d]", i), "%v", json.Unmarshal(raw, &m))
+		var full messages.Message
+		return nil, ferr(fmt.Sprintf("messages[%d]", i), "%v", json.Unmarshal(raw, &full))
 	}
 	return q, nil
+}
+
+// dropLast takes back the message place decode filled last.
+func (q *request) dropLast() {
+	q.msgs[len(q.msgs)-1] = messages.Message{}
+	q.msgs = q.msgs[:len(q.msgs)-1]
 }
 
 // splitRequest reads a request body in one check and one pass: its
@@ -274,6 +286,12 @@ func splitRequest(body []byte) (fields map[string]json.RawMessage, raws []json.R
 		return nil, nil, false
 	}
 	if m := fields["messages"]; len(m) > 0 && m[0] == '[' {
+		// Counted first, so that the list is allocated once at its size
+		// (appended, it took three times the bytes of a list of tiny
+		// messages); one past the bound, for the caller to refuse.
+		if n, _, _ := jsonscan.ArrayLen(m, maxRequestMessages+1); n > 0 {
+			raws = make([]json.RawMessage, 0, n)
+		}
 		a := &scan{b: m}
 		a.i = 1
 		if !a.eat(']') {

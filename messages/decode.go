@@ -58,13 +58,21 @@ func decodeFast(data []byte) (m Message, ok bool) {
 				}
 				if s, ok := stringValue(raw); ok && raw[0] == '"' {
 					m.Content.Text = s
-				} else if err := m.Content.unmarshal(raw); err != nil {
-					return Message{}, false
+				} else {
+					// Decoded into a variable of its own: a pointer into m
+					// would move every message to the heap.
+					var c Content
+					if err := c.unmarshal(raw); err != nil {
+						return Message{}, false
+					}
+					m.Content = c
 				}
 			case "tool_calls":
-				if !mark(4) || json.Unmarshal(raw, &m.ToolCalls) != nil {
+				var calls []ToolCall
+				if !mark(4) || json.Unmarshal(raw, &calls) != nil {
 					return Message{}, false
 				}
+				m.ToolCalls = calls
 			case "tool_call_id", "name", "reasoning_content":
 				s, ok := stringValue(raw)
 				if !ok {

@@ -175,23 +175,41 @@ func (t *Turn) anthropicMessages(raw json.RawMessage) error {
 		Content json.RawMessage `json:"-"` // jsonscan.Lookup's slice of the body, not a copy
 	}, len(list))
 	for i, m := range list {
-		if err := json.Unmarshal(m, &msgs[i]); err != nil {
+		if !roleOf(m, &msgs[i].Role) {
 			return ferr("messages", "must be a non-empty list of messages")
 		}
 		msgs[i].Content, _ = jsonscan.Lookup(m, "content")
 	}
 	t.Messages = slices.Grow(t.Messages, len(msgs))
 	var one [1]anthropicBlock // a text turn's block; the readers below keep no block
+	var text string           // a text turn's text (one variable: a pointer to it is taken)
 	for i, m := range msgs {
-		param := fmt.Sprintf("messages[%d]", i)
 		var blocks []anthropicBlock
-		var text string
-		if json.Unmarshal(m.Content, &text) == nil {
+		text = ""
+		if unmarshalString(m.Content, &text) == nil {
+			// A user or assistant turn of text is one message of that
+			// text (what anthropicUser and anthropicAssistant make of
+			// its one block, an empty assistant turn left out), made
+			// here without their lists.
+			switch m.Role {
+			case "user":
+				t.Messages = append(t.Messages, messages.Message{Role: messages.RoleUser, Content: messages.TextContent(text)})
+				continue
+			case "assistant":
+				if text != "" {
+					t.Messages = append(t.Messages, messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(text)})
+				}
+				continue
+			}
 			one[0] = anthropicBlock{Type: "text", Text: &text}
 			blocks = one[:]
-		} else if list, err := decodeList[anthropicBlock](t, param+".content", m.Content); err != nil {
-			return listError(err, param+".content", "must be a string or a list of content blocks")
-		} else {
+		}
+		param := fmt.Sprintf("messages[%d]", i)
+		if blocks == nil {
+			list, err := decodeList[anthropicBlock](t, param+".content", m.Content)
+			if err != nil {
+				return listError(err, param+".content", "must be a string or a list of content blocks")
+			}
 			blocks = list
 		}
 		var err error
@@ -217,6 +235,51 @@ func (t *Turn) anthropicMessages(raw json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// roleOf decodes a message's role as json.Unmarshal into a struct with
+// one field, Role, does (every "role" key in any case is decoded, the last
+// kept; null leaves it as it was), reporting whether that succeeds. m, an
+// element of a list checked as JSON, is read with a cursor instead of a
+// decoder: encoding/json allocated more per message than a short
+// message's text. A key with an escape goes to encoding/json.
+func roleOf(m []byte, role *string) bool {
+	slow := func() bool {
+		var v struct {
+			Role string `json:"role"`
+		}
+		err := json.Unmarshal(m, &v)
+		*role = v.Role
+		return err == nil
+	}
+	p := jsonscan.NewCursor(m)
+	if !p.Eat('{') {
+		return slow()
+	}
+	p.WS()
+	if p.Eat('}') {
+		return true
+	}
+	for {
+		p.WS()
+		key, plain := p.PlainString()
+		p.WS()
+		if !plain || !p.Eat(':') {
+			return slow()
+		}
+		p.WS()
+		start := p.Pos()
+		if !p.Skip() {
+			return slow()
+		}
+		if len(key) == 4 && strings.EqualFold(string(key), "role") && unmarshalString(m[start:p.Pos()], role) != nil {
+			return false
+		}
+		p.WS()
+		if !p.Eat(',') {
+			return true
+		}
+	}
 }
 
 // anthropicUser reads a user turn: its tool results become tool messages
@@ -337,16 +400,16 @@ func (t *Turn) anthropicAssistant(param string, blocks []anthropicBlock) error {
 	var texts, thinking []string
 	var signed []messages.AnthropicBlock
 	for j, b := range blocks {
-		bp := fmt.Sprintf("%s.content[%d]", param, j)
+		bp := func() string { return fmt.Sprintf("%s.content[%d]", param, j) } // for an error only
 		switch b.Type {
 		case "text":
 			if b.Text == nil {
-				return ferr(bp+".text", "is required")
+				return ferr(bp()+".text", "is required")
 			}
 			texts = append(texts, *b.Text)
 		case "tool_use":
 			if b.ID == "" || b.Name == "" {
-				return ferr(bp, "a tool_use block needs id and name")
+				return ferr(bp(), "a tool_use block needs id and name")
 			}
 			args := "{}"
 			if len(b.Input) > 0 && string(b.Input) != "null" {
@@ -367,7 +430,7 @@ func (t *Turn) anthropicAssistant(param string, blocks []anthropicBlock) error {
 				signed = append(signed, messages.AnthropicBlock{Type: "redacted_thinking", Data: b.Data})
 			}
 		default:
-			return ferr(bp+".type", "%q is not an assistant block loom reads (text, tool_use, thinking)", b.Type)
+			return ferr(bp()+".type", "%q is not an assistant block loom reads (text, tool_use, thinking)", b.Type)
 		}
 	}
 	m.Content = messages.TextContent(strings.Join(texts, ""))

@@ -79,6 +79,23 @@ func decodeList[T any](t *Turn, param string, raw []byte) ([]T, error) {
 	return list, nil
 }
 
+// unmarshalString is json.Unmarshal(raw, s) without its cost for the
+// common case, a string with no escape (encoding/json allocates some 140
+// bytes a call, more than a short message's text): such a string is
+// converted as it is, anything else goes to json.Unmarshal (which leaves
+// s unchanged for null).
+func unmarshalString(raw []byte, s *string) error {
+	p := jsonscan.NewCursor(raw)
+	if b, plain := p.PlainString(); plain && p.Pos() == len(raw) {
+		*s = string(b)
+		return nil
+	}
+	v := *s // s itself is not handed on, so the caller's string stays off the heap
+	err := json.Unmarshal(raw, &v)
+	*s = v
+	return err
+}
+
 // listError is err from decodeList as the caller words it: the bound's
 // own error as it is, else a *FieldError for param saying msg.
 func listError(err error, param, msg string) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/loomctx/loom/internal/jsonscan"
 	"github.com/loomctx/loom/llm"
@@ -121,6 +122,65 @@ type responsesItem struct {
 	Output    json.RawMessage `json:"output"`
 }
 
+// decode is json.Unmarshal(raw, it) (every key matching a field in any
+// case decoded, the last kept; null leaves a field as it was), read with
+// a cursor when every key is plain and names a string field or none:
+// encoding/json allocated more per item than a short message's text. An
+// output, or a key with an escape, goes to encoding/json.
+func (it *responsesItem) decode(raw []byte) error {
+	slow := func() error {
+		var v responsesItem // not it: a pointer handed to encoding/json would move every item to the heap
+		err := json.Unmarshal(raw, &v)
+		*it = v
+		return err
+	}
+	p := jsonscan.NewCursor(raw)
+	if !p.Eat('{') {
+		return slow()
+	}
+	p.WS()
+	if p.Eat('}') {
+		return nil
+	}
+	for {
+		p.WS()
+		key, plain := p.PlainString()
+		p.WS()
+		if !plain || !p.Eat(':') {
+			return slow()
+		}
+		p.WS()
+		start := p.Pos()
+		if !p.Skip() {
+			return slow()
+		}
+		var field *string
+		switch k := string(key); {
+		case strings.EqualFold(k, "type"):
+			field = &it.Type
+		case strings.EqualFold(k, "id"):
+			field = &it.ID
+		case strings.EqualFold(k, "role"):
+			field = &it.Role
+		case strings.EqualFold(k, "call_id"):
+			field = &it.CallID
+		case strings.EqualFold(k, "name"):
+			field = &it.Name
+		case strings.EqualFold(k, "arguments"):
+			field = &it.Arguments
+		case strings.EqualFold(k, "output"):
+			return slow()
+		}
+		if field != nil && unmarshalString(raw[start:p.Pos()], field) != nil {
+			return slow() // for encoding/json's error, after its other fields
+		}
+		p.WS()
+		if !p.Eat(',') {
+			return nil
+		}
+	}
+}
+
 type responsesPart struct {
 	Type     string  `json:"type"`
 	Text     *string `json:"text"`
@@ -152,10 +212,10 @@ func (t *Turn) responsesInput(raw json.RawMessage, resolve Resolver) error {
 	}
 	t.Messages = slices.Grow(t.Messages, len(items))
 	for i, rawItem := range items {
-		param := fmt.Sprintf("input[%d]", i)
+		param := func() string { return fmt.Sprintf("input[%d]", i) } // for an error only
 		var it responsesItem
-		if err := json.Unmarshal(rawItem, &it); err != nil {
-			return ferr(param, "must be an input item object")
+		if err := it.decode(rawItem); err != nil {
+			return ferr(param(), "must be an input item object")
 		}
 		it.Content, _ = jsonscan.Lookup(rawItem, "content")
 		if it.Type == "" && it.Role != "" {
@@ -168,28 +228,28 @@ func (t *Turn) responsesInput(raw json.RawMessage, resolve Resolver) error {
 			}
 		case "function_call":
 			if it.CallID == "" || it.Name == "" {
-				return ferr(param, "a function_call needs call_id and name")
+				return ferr(param(), "a function_call needs call_id and name")
 			}
 			t.addCall(messages.NewToolCall(it.CallID, it.Name, it.Arguments))
 		case "function_call_output":
 			if it.CallID == "" {
-				return ferr(param+".call_id", "is required")
+				return ferr(param()+".call_id", "is required")
 			}
-			out, err := t.responsesOutput(param+".output", it.Output)
+			out, err := t.responsesOutput(param()+".output", it.Output)
 			if err != nil {
 				return err
 			}
 			t.Messages = append(t.Messages, messages.Message{Role: messages.RoleTool, ToolCallID: it.CallID, Content: out})
 		case "item_reference":
 			if it.ID == "" {
-				return ferr(param+".id", "is required")
+				return ferr(param()+".id", "is required")
 			}
 			if resolve == nil {
-				return ferr(param, "item %q is not one loom stored; send the item itself", it.ID)
+				return ferr(param(), "item %q is not one loom stored; send the item itself", it.ID)
 			}
 			m, err := resolve(it.ID)
 			if err != nil {
-				return ferr(param, "%v", err)
+				return ferr(param(), "%v", err)
 			}
 			if m.Role == messages.RoleAssistant && m.Content.IsEmpty() {
 				for _, tc := range m.ToolCalls {
@@ -202,7 +262,7 @@ func (t *Turn) responsesInput(raw json.RawMessage, resolve Resolver) error {
 			// Its text is the upstream's to read back, and neither a Chat
 			// Completions nor an Anthropic upstream takes it.
 		default:
-			return ferr(param+".type", "%q is not an input item loom reads (message, function_call, function_call_output, item_reference)", it.Type)
+			return ferr(param()+".type", "%q is not an input item loom reads (message, function_call, function_call_output, item_reference)", it.Type)
 		}
 	}
 	return nil
@@ -218,37 +278,47 @@ func (t *Turn) addCall(tc messages.ToolCall) {
 	t.Messages = append(t.Messages, messages.Message{Role: messages.RoleAssistant, ToolCalls: []messages.ToolCall{tc}})
 }
 
-func (t *Turn) responsesMessage(param string, it responsesItem) error {
+func (t *Turn) responsesMessage(param func() string, it responsesItem) error {
 	var text string
 	var parts []messages.Part
-	if json.Unmarshal(it.Content, &text) == nil {
+	if unmarshalString(it.Content, &text) == nil {
+		// As content() has one text part, without the list.
+		switch it.Role {
+		case "user":
+			t.Messages = append(t.Messages, messages.Message{Role: messages.RoleUser, Content: messages.TextContent(text)})
+			return nil
+		case "assistant":
+			t.Messages = append(t.Messages, messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(text)})
+			return nil
+		}
 		parts = []messages.Part{{Type: messages.PartText, Text: text}}
 	} else {
-		ps, err := decodeList[responsesPart](t, param+".content", it.Content)
+		ps, err := decodeList[responsesPart](t, param()+".content", it.Content)
 		if err != nil {
-			return listError(err, param+".content", "must be a string or a list of content parts")
+			return listError(err, param()+".content", "must be a string or a list of content parts")
 		}
+		parts = make([]messages.Part, 0, len(ps))
 		for j, p := range ps {
-			pp := fmt.Sprintf("%s.content[%d]", param, j)
+			pp := func() string { return fmt.Sprintf("%s.content[%d]", param(), j) } // for an error only
 			switch p.Type {
 			case "input_text", "output_text", "text":
 				if p.Text == nil {
-					return ferr(pp+".text", "is required")
+					return ferr(pp()+".text", "is required")
 				}
 				parts = append(parts, messages.Part{Type: messages.PartText, Text: *p.Text})
 			case "refusal":
 				parts = append(parts, messages.Part{Type: messages.PartText, Text: p.Refusal})
 			case "input_image":
 				if p.ImageURL == "" {
-					return ferr(pp+".image_url", "is required (loom keeps no files, so file_id is not enough)")
+					return ferr(pp()+".image_url", "is required (loom keeps no files, so file_id is not enough)")
 				}
 				im, err := imageFromURL(p.ImageURL)
 				if err != nil {
-					return ferr(pp+".image_url", "%v", err)
+					return ferr(pp()+".image_url", "%v", err)
 				}
 				parts = append(parts, messages.Part{Type: messages.PartImage, Image: im})
 			default:
-				return ferr(pp+".type", "%q is not a content part loom reads (input_text, output_text, refusal, input_image)", p.Type)
+				return ferr(pp()+".type", "%q is not a content part loom reads (input_text, output_text, refusal, input_image)", p.Type)
 			}
 		}
 	}
@@ -261,14 +331,14 @@ func (t *Turn) responsesMessage(param string, it responsesItem) error {
 	case "assistant":
 		for _, p := range parts {
 			if p.Type != messages.PartText {
-				return ferr(param+".content", "an assistant message holds text only")
+				return ferr(param()+".content", "an assistant message holds text only")
 			}
 		}
 		// Assistant text that follows its own tool calls (or they it)
 		// stays one message, as Chat Completions has it.
 		t.Messages = append(t.Messages, messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(TextOf(c))})
 	default:
-		return ferr(param+".role", "%q is not one of user, assistant, system, developer", it.Role)
+		return ferr(param()+".role", "%q is not one of user, assistant, system, developer", it.Role)
 	}
 	return nil
 }

@@ -117,13 +117,16 @@ func Array(b []byte) (elems [][]byte, ok bool) {
 
 // ArrayAtMost is Array for a list its reader bounds: past max elements
 // (max < 0: no bound) it stops and reports more, so a list of a million
-// tiny elements costs nothing to refuse.
+// tiny elements costs nothing to refuse. The elements are counted first
+// and the list allocated once at its size: grown by appending, it took
+// three times the bytes of a list of tiny messages.
 func ArrayAtMost(b []byte, max int) (elems [][]byte, more, ok bool) {
-	elems = [][]byte{}
-	more, ok = eachElement(b, max, func(e []byte) { elems = append(elems, e) })
+	n, _, ok := ArrayLen(b, max)
 	if !ok {
 		return nil, false, false
 	}
+	elems = make([][]byte, 0, n)
+	more, _ = eachElement(b, max, func(e []byte) { elems = append(elems, e) })
 	return elems, more, true
 }
 
