@@ -141,16 +141,6 @@ func unit(v []float32) []float32 {
 	return out
 }
 
-// dot is the dot product of two vectors of one length, in float64.
-func dot(a, b []float32) float64 {
-	var s float64
-	b = b[:len(a)]
-	for i, x := range a {
-		s += float64(x) * float64(b[i])
-	}
-	return s
-}
-
 // Candidate is a memory with its vector, for [NearestPlain]; Key is the
 // store's number of the memory, the last tie-break (later first).
 type Candidate struct {

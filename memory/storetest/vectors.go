@@ -90,11 +90,15 @@ func testVectors(t *testing.T, open Opener) {
 		t.Fatalf("queue after embedding: %v, %v", todo, err)
 	}
 	// A second vector for a memory is passed over.
-	for c, k := range keyOf {
+	for _, m := range ms {
+		k, ok := keyOf[m.Content]
+		if !ok {
+			continue
+		}
 		if err := vs.PutVectors(ctx, "m", []memory.Vector{{Key: k, Values: randVec()}}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := vs.Nearest(ctx, memory.VectorQuery{Model: "m", Vector: vecOf[c], User: "u1", Limit: 1})
+		got, err := vs.Nearest(ctx, memory.VectorQuery{Model: "m", Vector: vecOf[m.Content], User: m.User, Limit: 1})
 		if err != nil || len(got) != 1 || math.Abs(got[0].Score-1) > 1e-5 {
 			t.Fatalf("nearest to a stored vector: %+v, %v", got, err)
 		}
