@@ -132,7 +132,8 @@ func runRender(ctx context.Context, f *shared.RenderFlags, textOnly bool) (*prom
 	// One descriptor of the workspace root serves every read of this
 	// render, where each read would open and close its own.
 	defer ws.Hold()()
-	b, closeBuilder, err := shared.NewBuilder(ctx, ws)
+	// One render, then the process ends: keep no parts for another.
+	b, closeBuilder, err := shared.NewOneShotBuilder(ctx, ws)
 	if err != nil {
 		return nil, err
 	}

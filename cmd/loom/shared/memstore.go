@@ -66,7 +66,17 @@ func OpenSharedMemory(ctx context.Context, ws *workspace.Workspace, cfg *config.
 // not load is left for the render to report; the builder then reads the
 // folder's store.
 func NewBuilder(ctx context.Context, ws *workspace.Workspace) (*prompt.Builder, func(), error) {
-	b := prompt.New(ws)
+	return withMemory(ctx, ws, prompt.New(ws))
+}
+
+// NewOneShotBuilder is NewBuilder for a command that renders once and
+// exits: its builder keeps nothing for a later render (prompt.NewOneShot).
+func NewOneShotBuilder(ctx context.Context, ws *workspace.Workspace) (*prompt.Builder, func(), error) {
+	return withMemory(ctx, ws, prompt.NewOneShot(ws))
+}
+
+// withMemory points b at the memory store loom.yaml names (see NewBuilder).
+func withMemory(ctx context.Context, ws *workspace.Workspace, b *prompt.Builder) (*prompt.Builder, func(), error) {
 	cfg, err := config.Load(ws)
 	if err != nil || ws.Root() == "" {
 		return b, func() { b.Close() }, nil
