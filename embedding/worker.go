@@ -134,8 +134,9 @@ func (w *Worker) Run(ctx context.Context) {
 		if failed >= maxAttempts {
 			n = 1 // find the one memory that fails
 		}
-		todo, err := w.store.Unembedded(ctx, w.client.Model(), after, n)
+		todo, last, err := w.store.Unembedded(ctx, w.client.Model(), after, n)
 		if err == nil && len(todo) == 0 {
+			after = last
 			w.setIdle()
 			if !wait(poll, true) {
 				return
@@ -146,7 +147,7 @@ func (w *Worker) Run(ctx context.Context) {
 			err = w.embed(ctx, todo)
 		}
 		if err == nil {
-			after, pause, failed = todo[len(todo)-1].Key, 0, 0
+			after, pause, failed = last, 0, 0
 			continue
 		}
 		if ctx.Err() != nil {

@@ -69,7 +69,7 @@ func waitEmbedded(t *testing.T, s memory.VectorStore) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		todo, err := s.Unembedded(ctx, "fake", 0, 1)
+		todo, _, err := s.Unembedded(ctx, "fake", 0, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func testWorkerBackfills(t *testing.T, s vectorStore) {
 	for w.Stats().Failures < 3 {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if todo, _ := s.Unembedded(ctx, "fake", 0, 100); len(todo) != 11 {
+	if todo, _, _ := s.Unembedded(ctx, "fake", 0, 100); len(todo) != 11 {
 		t.Fatalf("%d memories wait, want all 11", len(todo))
 	}
 	if err := w.Stats().LastError; err == nil || !strings.Contains(err.Error(), "answered 503") {
@@ -172,7 +172,7 @@ func TestWorkerPassesOverAPoisonMemory(t *testing.T) {
 	w := startWorker(t, s, f)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		todo, err := s.Unembedded(ctx, "fake", 0, 10)
+		todo, _, err := s.Unembedded(ctx, "fake", 0, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,15 +13,20 @@ import (
 
 var _ VectorStore = (*SQLite)(nil)
 
-// Unembedded implements [VectorStore]; Key is the memory's seq.
-func (s *SQLite) Unembedded(ctx context.Context, model string, after int64, limit int) ([]Unembedded, error) {
-	var out []Unembedded
-	err := s.retry(ctx, func() error {
-		out = out[:0]
+// Unembedded implements [VectorStore]; Key is the memory's seq. Writers
+// take turns, so a memory committed later always has a higher seq than
+// the newest one read here.
+func (s *SQLite) Unembedded(ctx context.Context, model string, after int64, limit int) (todo []Unembedded, last int64, err error) {
+	limit = max(limit, 1)
+	err = s.retry(ctx, func() error {
+		todo = todo[:0]
+		if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM memories`).Scan(&last); err != nil {
+			return err
+		}
 		rows, err := s.db.QueryContext(ctx, `SELECT m.seq, m.content FROM memories m
-			WHERE m.seq > ? AND m.superseded_by = '' AND m.forgotten = 0
+			WHERE m.seq > ? AND m.seq <= ? AND m.superseded_by = '' AND m.forgotten = 0
 				AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.seq = m.seq AND v.model = ?)
-			ORDER BY m.seq LIMIT ?`, after, model, max(limit, 1))
+			ORDER BY m.seq LIMIT ?`, after, last, model, limit)
 		if err != nil {
 			return err
 		}
@@ -31,11 +36,14 @@ func (s *SQLite) Unembedded(ctx context.Context, model string, after int64, limi
 			if err := rows.Scan(&u.Key, &u.Content); err != nil {
 				return err
 			}
-			out = append(out, u)
+			todo = append(todo, u)
 		}
 		return rows.Err()
 	})
-	return out, s.dbErr(err)
+	if len(todo) == limit {
+		last = todo[len(todo)-1].Key
+	}
+	return todo, max(last, after), s.dbErr(err)
 }
 
 // PutVectors implements [VectorStore], in one transaction.

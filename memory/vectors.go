@@ -21,8 +21,11 @@ import (
 type VectorStore interface {
 	// Unembedded returns, oldest first, up to limit active memories
 	// written after the one keyed after (0: from the first) that have no
-	// vector for model.
-	Unembedded(ctx context.Context, model string, after int64, limit int) ([]Unembedded, error)
+	// vector for model, and the key up to which it looked: the last
+	// one's when it found limit, else the newest memory's, so that a
+	// caller that found nothing does not look through the same memories
+	// again.
+	Unembedded(ctx context.Context, model string, after int64, limit int) (todo []Unembedded, last int64, err error)
 	// PutVectors stores vectors for model. A vector for a memory that
 	// has one already, or that no longer exists, is passed over.
 	PutVectors(ctx context.Context, model string, vs []Vector) error

@@ -34,7 +34,7 @@ func BenchmarkNearest(b *testing.B) {
 	for _, d := range dims {
 		model := fmt.Sprintf("bench@%d", d)
 		for {
-			todo, err := s.Unembedded(ctx, model, 0, 1000)
+			todo, _, err := s.Unembedded(ctx, model, 0, 1000)
 			if err != nil {
 				b.Fatal(err)
 			}

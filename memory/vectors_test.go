@@ -49,17 +49,17 @@ func TestUnembeddedAndPutVectors(t *testing.T) {
 	if err := s.Forget(ctx, ms[1].ID); err != nil {
 		t.Fatal(err)
 	}
-	todo, err := s.Unembedded(ctx, "m1", 0, 10)
+	todo, _, err := s.Unembedded(ctx, "m1", 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(todo) != 2 || todo[0].Content != "one" || todo[1].Content != "three" || todo[0].Key >= todo[1].Key {
 		t.Fatalf("unembedded: %+v (want one and three, oldest first; two is forgotten)", todo)
 	}
-	if got, _ := s.Unembedded(ctx, "m1", todo[0].Key, 10); len(got) != 1 || got[0].Content != "three" {
+	if got, _, _ := s.Unembedded(ctx, "m1", todo[0].Key, 10); len(got) != 1 || got[0].Content != "three" {
 		t.Errorf("after the first: %+v", got)
 	}
-	if got, _ := s.Unembedded(ctx, "m1", 0, 1); len(got) != 1 || got[0].Content != "one" {
+	if got, _, _ := s.Unembedded(ctx, "m1", 0, 1); len(got) != 1 || got[0].Content != "one" {
 		t.Errorf("limit 1: %+v", got)
 	}
 	if err := s.PutVectors(ctx, "m1", []Vector{{Key: todo[0].Key, Values: []float32{1, 0}}, {Key: 9999, Values: []float32{1, 1}}}); err != nil {
@@ -69,10 +69,10 @@ func TestUnembeddedAndPutVectors(t *testing.T) {
 	if err := s.PutVectors(ctx, "m1", []Vector{{Key: todo[0].Key, Values: []float32{0, 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.Unembedded(ctx, "m1", 0, 10); len(got) != 1 || got[0].Content != "three" {
+	if got, _, _ := s.Unembedded(ctx, "m1", 0, 10); len(got) != 1 || got[0].Content != "three" {
 		t.Errorf("after a vector for one: %+v", got)
 	}
-	if got, _ := s.Unembedded(ctx, "other-model", 0, 10); len(got) != 2 {
+	if got, _, _ := s.Unembedded(ctx, "other-model", 0, 10); len(got) != 2 {
 		t.Errorf("another model's queue: %+v", got)
 	}
 	var n int
@@ -119,7 +119,7 @@ func TestNearestMatchesPlain(t *testing.T) {
 	}
 	embedAll := func(model string) {
 		for {
-			todo, err := s.Unembedded(ctx, model, 0, 300)
+			todo, _, err := s.Unembedded(ctx, model, 0, 300)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,7 +223,7 @@ func TestMigrateAddsVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	todo, err := s.Unembedded(ctx, "m", 0, 10)
+	todo, _, err := s.Unembedded(ctx, "m", 0, 10)
 	if err != nil || len(todo) != 1 || todo[0].Content != "Prefers green tea." {
 		t.Fatalf("after migrating: %+v, %v", todo, err)
 	}

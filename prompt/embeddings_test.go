@@ -95,7 +95,7 @@ func TestRecallWithEmbeddings(t *testing.T) {
 	b.Recall(ctx, res, "Which car?", "")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		todo, err := s.Unembedded(ctx, "fake", 0, 1)
+		todo, _, err := s.Unembedded(ctx, "fake", 0, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loomctx/loom/embedding/embeddingtest"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
@@ -22,10 +23,20 @@ import (
 // render (reused) and the message build, with memory.retrieval: relevant
 // and its recall ("recall"), beside the same turn of a workspace with the
 // same memories and retrieval: priority ("priority") and the relevant
-// workspace's turn without its recall ("plain"), in one run. Each reports
-// its median as p50-ns/op.
+// workspace's turn without its recall ("plain"), in one run; and the
+// relevant workspace with memory.embeddings on a fake endpoint on
+// loopback (vectors of 384 values, every memory's written beforehand):
+// "embeddings-cached" repeats three messages, so their query vectors come
+// from the cache and the turn adds the search by meaning and the fusion;
+// "embeddings-call" makes every message new, which adds one call to the
+// endpoint. Each reports its median as p50-ns/op.
 func BenchmarkRecallTurn(b *testing.B) {
-	dir, prioDir := b.TempDir(), b.TempDir()
+	dir, prioDir, embDir := b.TempDir(), b.TempDir(), b.TempDir()
+	fake := embeddingtest.New(b)
+	fake.Dims = 384
+	if err := os.WriteFile(filepath.Join(embDir, "loom.yaml"), []byte("memory:\n  retrieval: relevant\n  embeddings:\n    base_url: "+fake.BaseURL()+"\n    model: fake\n    dimensions: 384\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "loom.yaml"), []byte("memory:\n  retrieval: relevant\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -64,12 +75,35 @@ func BenchmarkRecallTurn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Dir(memory.DBPath(prioDir)), 0o700); err != nil {
+	for _, d := range []string{prioDir, embDir} {
+		if err := os.MkdirAll(filepath.Dir(memory.DBPath(d)), 0o700); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(memory.DBPath(d), db, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	embStore, err := memory.Open(embDir)
+	if err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(memory.DBPath(prioDir), db, 0o600); err != nil {
-		b.Fatal(err)
+	for {
+		todo, _, err := embStore.Unembedded(context.Background(), "fake@384", 0, 1000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(todo) == 0 {
+			break
+		}
+		vs := make([]memory.Vector, len(todo))
+		for i, u := range todo {
+			vs[i] = memory.Vector{Key: u.Key, Values: fake.Vector(u.Content)}
+		}
+		if err := embStore.PutVectors(context.Background(), "fake@384", vs); err != nil {
+			b.Fatal(err)
+		}
 	}
+	embStore.Close()
 	builder := func(dir string) *prompt.Builder {
 		ws, err := workspace.Open(dir)
 		if err != nil {
@@ -83,7 +117,7 @@ func BenchmarkRecallTurn(b *testing.B) {
 		b.Cleanup(func() { bl.Close() })
 		return bl
 	}
-	bl, prio := builder(dir), builder(prioDir)
+	bl, prio, emb := builder(dir), builder(prioDir), builder(embDir)
 	counter, err := tokens.Get(tokens.O200kBase)
 	if err != nil {
 		b.Fatal(err)
@@ -92,40 +126,48 @@ func BenchmarkRecallTurn(b *testing.B) {
 	opts := prompt.Options{User: "ana", GOOS: "linux", GOARCH: "amd64"}
 	msgs := []string{"Where does my sister live, and which city is her office in?", "Remind me about the dentist and the piano lessons.", "What was the marathon budget?"}
 	history := []messages.Message{{Role: messages.RoleUser, Content: messages.TextContent("How was the weekend?")}, {Role: messages.RoleAssistant, Content: messages.TextContent("Quiet, thanks.")}}
-	turn := func(i int, bl *prompt.Builder, recall bool) {
+	turn := func(i int, bl *prompt.Builder, recall, newMessage bool) {
 		res, err := bl.Render(ctx, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
 		t := messages.Turn{System: res.Prompt, History: history, Message: msgs[i%len(msgs)], Runtime: messages.Runtime{Now: t0}}
+		if newMessage {
+			t.Message += fmt.Sprintf(" (%d)", i)
+		}
 		if recall {
 			t.Recall = bl.Recall(ctx, res, t.Message, messages.PreviousTurn(history))
 			if t.Recall == nil || len(t.Recall.Memories) == 0 || t.Recall.Fallback != "" {
 				b.Fatalf("recall: %+v", t.Recall)
+			}
+			if bl == emb && t.Recall.Ranking != memory.RankingFused {
+				b.Fatalf("recall ranking: %q", t.Recall.Ranking)
 			}
 		}
 		if _, err := messages.Build(t, messages.Options{Counter: counter}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	turn(0, bl, true)
-	turn(0, prio, false)
+	turn(0, bl, true, false)
+	turn(0, prio, false, false)
+	turn(0, emb, true, false)
 	for _, bl := range []*prompt.Builder{bl, prio} {
 		if res, err := bl.Render(ctx, opts); err != nil || !strings.Contains(res.Prompt, "Ana mentioned") {
 			b.Fatalf("no memory in the system prompt (%v)", err)
 		}
 	}
 	for _, v := range []struct {
-		name   string
-		bl     *prompt.Builder
-		recall bool
-	}{{"priority", prio, false}, {"plain", bl, false}, {"recall", bl, true}} {
+		name        string
+		bl          *prompt.Builder
+		recall, new bool
+	}{{"priority", prio, false, false}, {"plain", bl, false, false}, {"recall", bl, true, false},
+		{"embeddings-cached", emb, true, false}, {"embeddings-call", emb, true, true}} {
 		b.Run(v.name, func(b *testing.B) {
 			i := 0
 			var times []time.Duration
 			for b.Loop() {
 				t0 := time.Now()
-				turn(i, v.bl, v.recall)
+				turn(i, v.bl, v.recall, v.new)
 				times = append(times, time.Since(t0))
 				i++
 			}

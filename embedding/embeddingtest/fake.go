@@ -17,7 +17,8 @@ import (
 	"unicode"
 )
 
-// Dims is the length of the fake's vectors.
+// Dims is the length of the fake's vectors unless Fake.Dims says
+// otherwise.
 const Dims = 64
 
 // Fake is a running fake endpoint.
@@ -25,6 +26,8 @@ type Fake struct {
 	*httptest.Server
 	// Synonyms map a word to the word whose meaning it shares.
 	Synonyms map[string]string
+	// Dims is the length of the vectors; set it before the first call.
+	Dims int
 
 	calls, texts atomic.Int64
 	mu           sync.Mutex
@@ -36,7 +39,7 @@ type Fake struct {
 // New starts a fake endpoint, stopped when t ends. Its base URL (for
 // memory.embeddings.base_url) is URL + "/v1".
 func New(t testing.TB) *Fake {
-	f := &Fake{Synonyms: map[string]string{}}
+	f := &Fake{Synonyms: map[string]string{}, Dims: Dims}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
@@ -118,7 +121,8 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 // synonym's meaning taken), +1 at one hashed position and -1 at another,
 // scaled to length 1; a text with no word points along the first axis.
 func (f *Fake) Vector(text string) []float32 {
-	v := make([]float64, Dims)
+	dims := uint64(f.Dims)
+	v := make([]float64, dims)
 	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		if s, ok := f.Synonyms[w]; ok {
 			w = s
@@ -126,14 +130,14 @@ func (f *Fake) Vector(text string) []float32 {
 		h := fnv.New64a()
 		h.Write([]byte(w))
 		x := h.Sum64()
-		v[x%Dims]++
-		v[(x>>32)%Dims]--
+		v[x%dims]++
+		v[(x>>32)%dims]--
 	}
 	var n float64
 	for _, x := range v {
 		n += x * x
 	}
-	out := make([]float32, Dims)
+	out := make([]float32, dims)
 	if n == 0 {
 		out[0] = 1
 		return out

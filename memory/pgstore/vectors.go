@@ -16,23 +16,30 @@ var _ memory.VectorStore = (*Memories)(nil)
 // Sequence numbers are taken at insert, so a write that commits after a
 // later one's can appear behind a reader's place: the worker's periodic
 // sweep from the start finds it.
-func (s *Memories) Unembedded(ctx context.Context, model string, after int64, limit int) ([]memory.Unembedded, error) {
-	rows, err := s.db.pool.Query(ctx, `SELECT m.seq, m.content FROM loom_memories m
-		WHERE m.workspace = $1 AND m.seq > $2 AND m.superseded_by = '' AND NOT m.forgotten
-			AND NOT EXISTS (SELECT 1 FROM loom_memory_vectors v WHERE v.seq = m.seq AND v.model = $3)
-		ORDER BY m.seq LIMIT $4`, s.workspace, after, model, max(limit, 1))
-	if err != nil {
-		return nil, fmt.Errorf("memory: PostgreSQL: %w", unavailable(err))
+func (s *Memories) Unembedded(ctx context.Context, model string, after int64, limit int) (todo []memory.Unembedded, last int64, err error) {
+	limit = max(limit, 1)
+	if err := s.db.pool.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM loom_memories WHERE workspace = $1`, s.workspace).Scan(&last); err != nil {
+		return nil, 0, fmt.Errorf("memory: PostgreSQL: %w", unavailable(err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Unembedded, error) {
+	rows, err := s.db.pool.Query(ctx, `SELECT m.seq, m.content FROM loom_memories m
+		WHERE m.workspace = $1 AND m.seq > $2 AND m.seq <= $3 AND m.superseded_by = '' AND NOT m.forgotten
+			AND NOT EXISTS (SELECT 1 FROM loom_memory_vectors v WHERE v.seq = m.seq AND v.model = $4)
+		ORDER BY m.seq LIMIT $5`, s.workspace, after, last, model, limit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("memory: PostgreSQL: %w", unavailable(err))
+	}
+	todo, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Unembedded, error) {
 		var u memory.Unembedded
 		err := r.Scan(&u.Key, &u.Content)
 		return u, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("memory: PostgreSQL: %w", unavailable(err))
+		return nil, 0, fmt.Errorf("memory: PostgreSQL: %w", unavailable(err))
 	}
-	return out, nil
+	if len(todo) == limit {
+		last = todo[len(todo)-1].Key
+	}
+	return todo, max(last, after), nil
 }
 
 // PutVectors implements [memory.VectorStore], in one transaction. A key

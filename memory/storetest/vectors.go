@@ -44,16 +44,24 @@ func testVectors(t *testing.T, open Opener) {
 	}
 	vecOf := map[string][]float32{} // by content, which is unique here
 	keyOf := map[string]int64{}
+	var maxKey int64 // the newest memory's key seen
 	embedAll := func(model string) int {
 		total := 0
 		var after int64
 		for {
-			todo, err := vs.Unembedded(ctx, model, after, 97)
+			todo, last, err := vs.Unembedded(ctx, model, after, 97)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(todo) == 0 {
+				// Nothing left: looked up to the newest memory.
+				if last < after || (after > 0 && last < maxKey) {
+					t.Fatalf("found nothing after %d and looked up to %d; the newest memory is %d", after, last, maxKey)
+				}
 				return total
+			}
+			if len(todo) == 97 && last != todo[96].Key {
+				t.Fatalf("found a full batch up to %d, but says it looked up to %d", todo[96].Key, last)
 			}
 			var batch []memory.Vector
 			for i, u := range todo {
@@ -69,7 +77,8 @@ func testVectors(t *testing.T, open Opener) {
 				}
 				batch = append(batch, memory.Vector{Key: u.Key, Values: v})
 			}
-			after = todo[len(todo)-1].Key
+			after = last
+			maxKey = max(maxKey, todo[len(todo)-1].Key)
 			if err := vs.PutVectors(ctx, model, batch); err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +95,7 @@ func testVectors(t *testing.T, open Opener) {
 		t.Fatalf("the queue held %d memories, want the %d active ones", got, active)
 	}
 	embedAll("other")
-	if todo, err := vs.Unembedded(ctx, "m", 0, 10); err != nil || len(todo) != 0 {
+	if todo, _, err := vs.Unembedded(ctx, "m", 0, 10); err != nil || len(todo) != 0 {
 		t.Fatalf("queue after embedding: %v, %v", todo, err)
 	}
 	// A second vector for a memory is passed over.
