@@ -12,6 +12,7 @@ import (
 	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/loomctx/loom/internal/jsonscan"
+	"github.com/loomctx/loom/server"
 )
 
 // toolHandler is a tool's typed handler, as mcp.AddTool takes it.
@@ -143,7 +144,7 @@ func checkAnswer(b []byte, schema *jsonschema.Resolved) ([]byte, error) {
 // which empties strings of minSkeletonString bytes or more.
 const (
 	minSkeletonArgs   = 64 << 10
-	minSkeletonString = 256
+	minSkeletonString = 64
 )
 
 // decodeArguments checks a tool's arguments against its input schema and
@@ -156,6 +157,10 @@ const (
 // TestDecodeArgumentsAgrees holds the two ways to the same values and
 // errors.
 func decodeArguments[In any](args json.RawMessage, schema *jsonschema.Resolved) (In, error) {
+	if err := boundArguments(args); err != nil {
+		var in In
+		return in, err
+	}
 	if len(args) < minSkeletonArgs || !json.Valid(args) {
 		return decodeArgumentsPlain[In](args, schema)
 	}
@@ -173,6 +178,32 @@ func decodeArguments[In any](args json.RawMessage, schema *jsonschema.Resolved) 
 		return decodeArgumentsPlain[In](args, schema)
 	}
 	return in, nil
+}
+
+// Bounds on an argument list's shape, checked before it is decoded (into
+// a map and a list each, which took 12 times the bytes of a list of short
+// names): no loom tool takes more than a few arguments, and
+// render_prompt's tools are bounded as the HTTP render route's are.
+const (
+	maxArguments = 100
+	maxTools     = server.MaxTools
+)
+
+// boundArguments refuses an argument list of more than maxArguments
+// members, or whose tools list has more than maxTools names.
+func boundArguments(args []byte) error {
+	if len(args) < 2*maxArguments || !json.Valid(args) {
+		return nil // too short to break a bound; or the SDK's own error
+	}
+	if _, more, _ := jsonscan.ObjectLen(args, maxArguments); more {
+		return fmt.Errorf("validating \"arguments\": more than %d arguments", maxArguments)
+	}
+	if tools, found := jsonscan.Lookup(args, "tools"); found {
+		if _, more, _ := jsonscan.ArrayLen(tools, maxTools); more {
+			return fieldError("tools", "more than %d tools", maxTools)
+		}
+	}
+	return nil
 }
 
 // decodeArgumentsPlain is what mcp.AddTool's handler does with a tool's

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -72,6 +73,14 @@ func TestDecodeArgumentsAgrees(t *testing.T) {
 	}
 	if a, b := jsonOf(t, refTools), jsonOf(t, loomTools); a != b {
 		t.Errorf("tools/list differs:\nSDK:  %s\nloom: %s", a, b)
+	}
+	// The skeleton check is sound only while no input schema looks at a
+	// string's content or length.
+	for _, tool := range loomTools.Tools {
+		if b := jsonOf(t, tool.InputSchema); strings.Contains(b, `"enum"`) || strings.Contains(b, `"pattern"`) ||
+			strings.Contains(b, `"minLength"`) || strings.Contains(b, `"maxLength"`) || strings.Contains(b, `"format"`) || strings.Contains(b, `"const"`) {
+			t.Errorf("%s's input schema constrains strings, which the skeleton check empties: %s", tool.Name, b)
+		}
 	}
 	long := `"` + strings.Repeat("x", minSkeletonArgs) + `"`
 	cases := []struct{ tool, args string }{
@@ -164,7 +173,7 @@ func TestDecodeArgumentsPeakMemory(t *testing.T) {
 		return r
 	}
 	long := strings.Repeat("x", 4<<20)
-	names := strings.Repeat(`"`+strings.Repeat("n", 4<<10)+`",`, 1000)
+	names := strings.Repeat(`"`+strings.Repeat("n", 4<<10)+`",`, maxTools-1)
 	for _, c := range []struct {
 		name, args string
 		decode     func(args []byte) error
@@ -181,12 +190,44 @@ func TestDecodeArgumentsPeakMemory(t *testing.T) {
 			_, err := decodeArguments[RenderInput](b, schemaOf(t, RenderInput{}))
 			return err
 		}},
+		{"render_prompt, the most tools, 100-byte names", `{"tools":[` + strings.Repeat(`"`+strings.Repeat("t", 98)+`",`, maxTools-1) + `"last"]}`, func(b []byte) error {
+			_, err := decodeArguments[RenderInput](b, schemaOf(t, RenderInput{}))
+			return err
+		}},
+		{"render_prompt, the most tools, short names", `{"tools":[` + strings.Repeat(`"t",`, maxTools-1) + `"last"]}`, func(b []byte) error {
+			_, err := decodeArguments[RenderInput](b, schemaOf(t, RenderInput{}))
+			return err
+		}},
+		{"render_prompt, a million tools (refused)", `{"tools":[` + strings.Repeat(`"t",`, 1_000_000) + `"last"]}`, func(b []byte) error {
+			_, err := decodeArguments[RenderInput](b, schemaOf(t, RenderInput{}))
+			if err == nil || !strings.Contains(err.Error(), "argument tools: more than 1000 tools") {
+				return fmt.Errorf("not refused: %v", err)
+			}
+			return nil
+		}},
+		{"remember, 500,000 arguments (refused)", `{` + strings.Repeat(`"content":"x",`, 500_000) + `"category":"c"}`, func(b []byte) error {
+			_, err := decodeArguments[RememberInput](b, schemaOf(t, RememberInput{}))
+			if err == nil || !strings.Contains(err.Error(), "more than 100 arguments") {
+				return fmt.Errorf("not refused: %v", err)
+			}
+			return nil
+		}},
 	} {
 		var err error
 		args := []byte(c.args)
-		alloctest.Bound(t, c.name, len(args), 4, func() { err = c.decode(args) })
+		limit := 4.0
+		if len(args) < minSkeletonArgs {
+			limit = 1e9 // logged, not bounded: see below
+		}
+		alloctest.Bound(t, c.name, len(args), limit, func() { err = c.decode(args) })
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 		}
 	}
 }
+
+// An argument list under minSkeletonArgs is decoded the SDK's way and
+// not held to a multiple: the most short tool names a call may hold (4
+// KB) take some 90 times that (350 KB), mostly the schema check of each
+// name in the SDK's map; above it, the skeleton keeps a list of 100-byte
+// names within 4.

@@ -90,3 +90,57 @@ func decodeMessages(body []byte) error {
 	_, err := DecodeHistory(q.History, "history")
 	return err
 }
+
+// toolsBody is a render request naming n tools of size bytes each.
+func toolsBody(n, size int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"tools":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name := fmt.Sprintf("t%d", i)
+		name += strings.Repeat("x", max(0, size-len(name)))
+		b.WriteString(`"` + name + `"`)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// The render and messages routes' tools list: past MaxTools it is refused
+// before it is decoded (3 million short names took 13 times the body), and
+// the most a request may name decode within 4 times the body; short names
+// within smallToolsLimit.
+func TestDecodeToolsPeakMemory(t *testing.T) {
+	decoders := map[string]func([]byte) error{
+		"render":   func(b []byte) error { var q RenderRequest; return decodeRenderRequest(jsonRequest(b), &q) },
+		"messages": decodeMessages,
+	}
+	for _, route := range []string{"render", "messages"} {
+		for _, c := range []struct {
+			name    string
+			n, size int
+			limit   float64
+			ok      bool
+		}{
+			{"3 million short tools", 3_000_000, 1, 4, false},
+			{"the most tools, 4 KiB names", MaxTools, 4 << 10, 4, true},
+			{"the most tools, short names", MaxTools, 1, smallToolsLimit, true},
+		} {
+			body := toolsBody(c.n, c.size)
+			name := route + ", " + c.name
+			var err error
+			alloctest.Bound(t, name, len(body), c.limit, func() { err = decoders[route](body) })
+			if (err == nil) != c.ok {
+				t.Errorf("%s: err = %v", name, err)
+			}
+		}
+	}
+}
+
+// smallToolsLimit is for a list of the most short names a request may
+// hold: a 7 KB body, of which a 16-byte string header per name (twice the
+// name's JSON), encoding/json growing the list by doubling and the render
+// route keeping a copy of the request for the next identical body take
+// about 10 times (70 KB).
+const smallToolsLimit = 12

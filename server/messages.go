@@ -291,6 +291,9 @@ func decodeMessagesRequest(r *http.Request, q *MessagesRequest) error {
 	if err != nil {
 		return decodeProblem(err)
 	}
+	if err := refuseManyTools(body); err != nil {
+		return err
+	}
 	rest, history, ok := cutHistory(body)
 	if !ok {
 		return decodeBody(body, q)

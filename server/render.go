@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/loomctx/loom/internal/jsonscan"
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/prompt"
@@ -36,8 +38,30 @@ type RenderRequest struct {
 	MemoryBudget int          `json:"memory_budget,omitempty"`
 }
 
-// maxOptionBytes bounds each string option.
+// maxOptionBytes bounds each string option, tool names included.
 const maxOptionBytes = 4096
+
+// MaxTools bounds a render's tool names. An agent has tens of tools, a
+// few hundred with many MCP servers; a list of 3 million short names
+// took 13 times its body to decode.
+const MaxTools = 1000
+
+// refuseManyTools refuses a body whose tools list is longer than
+// MaxTools before anything is decoded. A body too short to hold such a
+// list (each name takes at least 2 bytes) is not looked at.
+func refuseManyTools(body []byte) error {
+	if len(body) < 2*MaxTools || !json.Valid(body) {
+		return nil
+	}
+	tools, found := jsonscan.Lookup(body, "tools") // the member encoding/json would decode
+	if !found {
+		return nil
+	}
+	if _, more, _ := jsonscan.ArrayLen(tools, MaxTools); more {
+		return FieldErrorf("tools", "more than %d tools", MaxTools)
+	}
+	return nil
+}
 
 // Options checks the request and turns it into prompt options, naming the
 // field at fault.
@@ -54,6 +78,14 @@ func (q *RenderRequest) Options() (prompt.Options, error) {
 		{"user", q.User}, {"chat_id", q.ChatID}} {
 		if len(f.v) > maxOptionBytes {
 			return o, FieldErrorf(f.name, "longer than %d bytes", maxOptionBytes)
+		}
+	}
+	if len(q.Tools) > MaxTools {
+		return o, FieldErrorf("tools", "more than %d tools", MaxTools)
+	}
+	for _, t := range q.Tools {
+		if len(t) > maxOptionBytes {
+			return o, FieldErrorf("tools", "a tool name longer than %d bytes", maxOptionBytes)
 		}
 	}
 	switch {
@@ -178,6 +210,9 @@ func decodeRenderRequest(r *http.Request, q *RenderRequest) error {
 	body, err := readBody(r)
 	if err != nil {
 		return decodeProblem(err)
+	}
+	if err := refuseManyTools(body); err != nil {
+		return err
 	}
 	keep := len(body) <= maxKeptRenderBody
 	if keep {

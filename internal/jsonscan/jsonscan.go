@@ -140,6 +140,47 @@ func ArrayLen(b []byte, max int) (n int, more, ok bool) {
 	return n, more, true
 }
 
+// ObjectLen counts the members of object b, valid JSON, stopping past
+// max (max < 0: no bound) and reporting more; ok is false when b is not an
+// object. It keeps nothing, so a reader can refuse an object of a million
+// members before decoding it.
+func ObjectLen(b []byte, max int) (n int, more, ok bool) {
+	p := Cursor{b: b}
+	p.WS()
+	if !p.Eat('{') {
+		return 0, false, false
+	}
+	p.WS()
+	if p.Eat('}') {
+		return 0, false, true
+	}
+	for ; ; n++ {
+		if n == max {
+			return n, true, true
+		}
+		p.WS()
+		if !p.Skip() { // the key
+			return 0, false, false
+		}
+		p.WS()
+		if !p.Eat(':') {
+			return 0, false, false
+		}
+		p.WS()
+		if !p.Skip() {
+			return 0, false, false
+		}
+		p.WS()
+		if p.Eat(',') {
+			continue
+		}
+		if !p.Eat('}') {
+			return 0, false, false
+		}
+		return n + 1, false, true
+	}
+}
+
 // eachElement hands each element of array b to each, at most max of them
 // (max < 0: all); more says there were others.
 func eachElement(b []byte, max int, each func([]byte)) (more, ok bool) {

@@ -193,3 +193,25 @@ func TestArrayLen(t *testing.T) {
 		}
 	}
 }
+
+func TestObjectLen(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		max, n   int
+		more, ok bool
+	}{
+		{`{"a":1,"b":[1,2],"c":{"d":2}}`, 5, 3, false, true},
+		{`{"a":1,"b":2,"c":3}`, 3, 3, false, true},
+		{`{"a":1,"b":2,"c":3}`, 2, 2, true, true},
+		{` { } `, 0, 0, false, true},
+		{`{"a":1}`, 0, 0, true, true},
+		{`{"a":1,"a":2}`, -1, 2, false, true},
+		{`[1,2]`, 5, 0, false, false},
+		{`"x"`, 5, 0, false, false},
+	} {
+		n, more, ok := jsonscan.ObjectLen([]byte(c.in), c.max)
+		if n != c.n || more != c.more || ok != c.ok {
+			t.Errorf("ObjectLen(%s, %d) = %d, more %v, ok %v; want %d, %v, %v", c.in, c.max, n, more, ok, c.n, c.more, c.ok)
+		}
+	}
+}
