@@ -3,11 +3,13 @@ package embedding
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/loomctx/loom/config"
-	"github.com/loomctx/loom/llm"
+	"github.com/loomctx/loom/internal/secretrule"
 	"github.com/loomctx/loom/memory"
 )
 
@@ -33,28 +35,35 @@ type Embedder struct {
 // second call.
 const queryCacheSize = 256
 
-// New returns the embedder of c, or an error when its key may not be
-// read or may not go to its endpoint (see llm.EndpointKey). env is
-// os.LookupEnv when nil; hc is the HTTP client (nil: one that follows no
-// redirect).
-func New(c config.EmbeddingsConfig, env llm.Env, hc ...Option) (*Embedder, error) {
-	key, err := llm.EndpointKey("memory.embeddings.api_key_env", c.APIKeyEnv, c.BaseURL, env)
+// Env looks a variable of the operator's environment up, as os.LookupEnv
+// does.
+type Env func(key string) (string, bool)
+
+// New returns the embedder of c, or an error wrapping
+// secretrule.ErrRefused (llm.ErrSecretRefused) when its key may not be
+// read or may not go to its endpoint: loom.yaml may name only a LOOM_*
+// variable (or one in LOOM_ALLOWED_KEY_ENVS), and the key goes only to an
+// official endpoint over https, LOOM_LLM_BASE_URL or a host in
+// LOOM_ALLOWED_ENDPOINTS. env is os.LookupEnv when nil.
+func New(c config.EmbeddingsConfig, env Env) (*Embedder, error) {
+	if env == nil {
+		env = os.LookupEnv
+	}
+	get := func(k string) string {
+		v, _ := env(k)
+		return strings.TrimSpace(v)
+	}
+	key, err := secretrule.Key("memory.embeddings.api_key_env", c.APIKeyEnv, c.BaseURL, get)
 	if err != nil {
 		return nil, err
 	}
 	cc := ClientConfig{BaseURL: c.BaseURL, Model: c.Model, Key: key, Dimensions: c.Dimensions}
-	for _, o := range hc {
-		o(&cc)
-	}
 	timeout := c.QueryTimeout.Std()
 	if timeout <= 0 {
 		timeout = config.DefaultEmbeddingQueryTimeout
 	}
 	return &Embedder{client: NewClient(cc), timeout: timeout, queries: map[string][]float32{}}, nil
 }
-
-// Option changes an Embedder's client configuration.
-type Option func(*ClientConfig)
 
 // Client returns the embedder's client.
 func (e *Embedder) Client() *Client { return e.client }

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/internal/redact"
+	"github.com/loomctx/loom/internal/secretrule"
 )
 
 // Environment variables Resolve reads. They belong to the operator, who
@@ -17,17 +17,14 @@ import (
 // anyone.
 const (
 	EnvProvider      = "LOOM_LLM_PROVIDER"
-	EnvBaseURL       = "LOOM_LLM_BASE_URL"
+	EnvBaseURL       = secretrule.EnvBaseURL
 	EnvAPIKey        = "LOOM_LLM_API_KEY"
 	EnvModel         = "LOOM_LLM_MODEL"
 	EnvMaxReplyBytes = "LOOM_LLM_MAX_REPLY_BYTES"
-	// EnvAllowedKeyEnvs lists, comma- or space-separated, variables other
-	// than LOOM_* that loom.yaml's api_key_env may name.
-	EnvAllowedKeyEnvs = "LOOM_ALLOWED_KEY_ENVS"
-	// EnvAllowedEndpoints lists, comma- or space-separated, hosts (host,
-	// host:port or a URL) a key from the environment may be sent to
-	// besides the official endpoints and LOOM_LLM_BASE_URL.
-	EnvAllowedEndpoints = "LOOM_ALLOWED_ENDPOINTS"
+	// EnvAllowedKeyEnvs and EnvAllowedEndpoints are the operator's
+	// allow-lists of the secrets rule (package secretrule).
+	EnvAllowedKeyEnvs   = secretrule.EnvAllowedKeyEnvs
+	EnvAllowedEndpoints = secretrule.EnvAllowedEndpoints
 )
 
 // MaxWorkspaceReplyBytes is the largest reply bound loom.yaml may set;
@@ -36,7 +33,7 @@ const MaxWorkspaceReplyBytes = 64 << 20
 
 // ErrSecretRefused means loom would not read a secret, or would not send
 // it where the workspace asked, because the operator did not allow it.
-var ErrSecretRefused = errors.New("secret refused")
+var ErrSecretRefused = secretrule.ErrRefused
 
 // Env looks a variable up, as os.LookupEnv does.
 type Env func(key string) (string, bool)
@@ -88,7 +85,7 @@ func Resolve(l config.LLMConfig, env Env) (Config, error) {
 	c.APIKey = get(EnvAPIKey)
 	if c.APIKey == "" && l.APIKeyEnv != "" {
 		keyFrom = l.APIKeyEnv
-		if err := keyEnvMayBeRead("llm.api_key_env", l.APIKeyEnv, get); err != nil {
+		if err := secretrule.MayRead("llm.api_key_env", l.APIKeyEnv, get); err != nil {
 			return Config{}, err
 		}
 		c.APIKey = get(l.APIKeyEnv)
@@ -103,100 +100,9 @@ func Resolve(l config.LLMConfig, env Env) (Config, error) {
 	return c, nil
 }
 
-// keyEnvMayBeRead applies the first half of the secrets rule to the
-// variable loom.yaml's field names: a LOOM_* one, or one the operator
-// listed in LOOM_ALLOWED_KEY_ENVS.
-func keyEnvMayBeRead(field, name string, get func(string) string) error {
-	if strings.HasPrefix(name, "LOOM_") || listed(get(EnvAllowedKeyEnvs), func(s string) bool { return s == name }) {
-		return nil
-	}
-	return fmt.Errorf("%w: loom.yaml: %s names %s; a workspace may name only LOOM_* variables, "+
-		"so that it cannot read the operator's other secrets (to allow it, add %s to %s)",
-		ErrSecretRefused, field, name, name, EnvAllowedKeyEnvs)
-}
-
-// EndpointKey applies Resolve's secrets rule to another OpenAI-compatible
-// endpoint loom.yaml names (memory.embeddings): it returns the key held
-// by the variable keyEnv, which loom.yaml's field names ("" is no key),
-// when the workspace may read that variable and the key may go to
-// baseURL: the official endpoint over https, LOOM_LLM_BASE_URL, or a host
-// in LOOM_ALLOWED_ENDPOINTS. Anything else is an error wrapping
-// ErrSecretRefused. env is os.LookupEnv when nil.
-func EndpointKey(field, keyEnv, baseURL string, env Env) (string, error) {
-	if env == nil {
-		env = os.LookupEnv
-	}
-	get := func(key string) string {
-		v, _ := env(key)
-		return strings.TrimSpace(v)
-	}
-	if keyEnv == "" {
-		return "", nil
-	}
-	if err := keyEnvMayBeRead(field, keyEnv, get); err != nil {
-		return "", err
-	}
-	key := get(keyEnv)
-	if key == "" {
-		return "", nil
-	}
-	if err := keyMayGo(Config{Provider: "openai", BaseURL: baseURL}, get(EnvBaseURL), get(EnvAllowedEndpoints)); err != nil {
-		return "", fmt.Errorf("%w: the key from %s %v", ErrSecretRefused, keyEnv, err)
-	}
-	return key, nil
-}
-
-// keyMayGo reports nil when c's endpoint may receive a key: the official
-// endpoint over https, the operator's own base URL, or an allowed host.
+// keyMayGo is secretrule.MayGo for c's endpoint.
 func keyMayGo(c Config, envBase, allowed string) error {
-	if c.BaseURL == "" || (envBase != "" && c.BaseURL == envBase) {
-		return nil
-	}
-	u, err := parseBase(c)
-	if err != nil {
-		return fmt.Errorf("cannot go to %s: %v", redact.URL(c.BaseURL), err)
-	}
-	if u.Scheme == "https" && (u.Host == "api.openai.com" || u.Host == "api.anthropic.com") {
-		return nil
-	}
-	if listed(allowed, func(entry string) bool { return hostMatches(entry, u) }) {
-		return nil
-	}
-	return fmt.Errorf("is not sent to %s, which loom.yaml names: a key from the environment goes only to the "+
-		"provider's official endpoint, to %s, or to a host listed in %s (add %s to send it there)",
-		redact.URL(c.BaseURL), EnvBaseURL, EnvAllowedEndpoints, u.Host)
-}
-
-// hostMatches reports whether an allow-list entry (host, host:port, or a
-// URL) names u's host. An entry without a port allows every port; one with
-// a scheme allows only that scheme.
-func hostMatches(entry string, u *url.URL) bool {
-	if strings.Contains(entry, "://") {
-		e, err := url.Parse(entry)
-		if err != nil || e.Scheme != u.Scheme {
-			return false
-		}
-		entry = e.Host
-	}
-	entry = strings.ToLower(strings.TrimRight(entry, "/"))
-	if entry == "" {
-		return false
-	}
-	if strings.Contains(strings.TrimPrefix(entry, "["), ":") && !strings.HasSuffix(entry, "]") {
-		return entry == strings.ToLower(u.Host)
-	}
-	return strings.Trim(entry, "[]") == strings.ToLower(u.Hostname())
-}
-
-// listed reports whether any comma- or space-separated item of list
-// satisfies match.
-func listed(list string, match func(string) bool) bool {
-	for _, item := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
-		if match(item) {
-			return true
-		}
-	}
-	return false
+	return secretrule.MayGo(c.BaseURL, envBase, allowed)
 }
 
 // parseBase checks c's base URL: absolute, http or https.
