@@ -212,3 +212,35 @@ func TestWorkerConcurrentWriters(t *testing.T) {
 		}
 	}
 }
+
+// A hostile endpoint (huge, wrong length, not JSON) stores nothing: the
+// worker keeps the memories queued, names what was wrong, and fills them
+// in once the endpoint answers properly.
+func TestWorkerRefusesHostileReplies(t *testing.T) {
+	f := embeddingtest.New(t)
+	s := openStore(t)
+	add(t, s, "Mira keeps bees.", "Mira sings in a choir.")
+	for _, c := range []struct{ body, want string }{
+		{`{"data":[{"index":0,"embedding":[1,2]},{"index":1,"embedding":[1,2,3]}]}`, "vector 1 has 3 values; want 2"},
+		{`not json at all`, "not the JSON of an embeddings list"},
+		{`{"data":[{"index":0,"embedding":[` + strings.Repeat("1,", 300000) + `1]}]}`, "bytes for 2 texts"},
+	} {
+		f.SetReply(func(w http.ResponseWriter, _ []string) bool { fmt.Fprint(w, c.body); return true })
+		w := startWorker(t, s, f)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if err := w.Stats().LastError; err != nil && strings.Contains(err.Error(), c.want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("want an error saying %q, last %v", c.want, w.Stats().LastError)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if todo, _, err := s.Unembedded(ctx, "fake", 0, 10); err != nil || len(todo) != 2 {
+			t.Fatalf("after %q: %d memories queued, %v", c.want, len(todo), err)
+		}
+	}
+	f.SetReply(nil)
+	waitEmbedded(t, s)
+}

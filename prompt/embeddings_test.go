@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/embedding/embeddingtest"
+	"github.com/loomctx/loom/internal/testenv"
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/memory/pgstore"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/workspace"
 )
@@ -33,6 +35,15 @@ func embeddingsWorkspace(t *testing.T, extra string) (dir string, s *memory.SQLi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	ms := carMemories()
+	if err := s.Import(context.Background(), ms); err != nil {
+		t.Fatal(err)
+	}
+	return dir, s
+}
+
+// carMemories are embeddingsWorkspace's memories.
+func carMemories() []memory.Memory {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	ms := []memory.Memory{
 		{ID: "m_auto", Category: "personal_fact", User: "mira", Content: "Mira bought a red automobile last spring.", CreatedAt: t0},
@@ -42,10 +53,7 @@ func embeddingsWorkspace(t *testing.T, extra string) (dir string, s *memory.SQLi
 		ms = append(ms, memory.Memory{ID: fmt.Sprintf("m_fill%03d", i), Category: "personal_fact", User: "mira",
 			Content: fmt.Sprintf("Filler note %d about pottery class %d.", i, i), CreatedAt: t0.Add(time.Duration(i+2) * time.Hour)})
 	}
-	if err := s.Import(context.Background(), ms); err != nil {
-		t.Fatal(err)
-	}
-	return dir, s
+	return ms
 }
 
 func newBuilder(t *testing.T, dir string) *prompt.Builder {
@@ -213,5 +221,52 @@ func TestRecallEmbeddingsKeyRefused(t *testing.T) {
 	}
 	if _, ok := recalledIDs(r)["m_park"]; !ok {
 		t.Errorf("recalled %v", recalledIDs(r))
+	}
+}
+
+// The same recall with the memories in PostgreSQL (a builder's memory
+// source, as a server with --store postgres has): the worker fills the
+// vectors there, and the search by meaning finds the car memory.
+func TestRecallWithEmbeddingsPostgres(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	f := embeddingtest.New(t)
+	f.Synonyms["automobile"] = "car"
+	dir, _ := embeddingsWorkspace(t, "  embeddings:\n    base_url: "+f.BaseURL()+"\n    model: fake\n")
+	ctx := context.Background()
+	db, err := pgstore.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	mem := db.Memory(fmt.Sprintf("%s/%d", t.Name(), time.Now().UnixNano()))
+	t.Cleanup(func() { mem.Close() })
+	if err := mem.Import(ctx, carMemories()); err != nil {
+		t.Fatal(err)
+	}
+	b := newBuilder(t, dir)
+	b.SetMemorySource(mem)
+	res, err := b.Render(ctx, prompt.Options{User: "mira"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Recall(ctx, res, "Which car?", "")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		todo, _, err := mem.Unembedded(ctx, "fake", 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(todo) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the worker did not embed the memories")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r := b.Recall(ctx, res, "Which car?", "")
+	got := recalledIDs(r)
+	if r.Ranking != memory.RankingFused || !strings.HasPrefix(got["m_auto"], "close in meaning (cosine 0.") || !strings.HasPrefix(got["m_park"], "matched car") {
+		t.Errorf("ranking %q, recalled %v", r.Ranking, got)
 	}
 }
