@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/loomctx/loom/gateway/protocol"
+	"github.com/loomctx/loom/internal/jsonscan"
 	"github.com/loomctx/loom/internal/redact"
 	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/messages"
@@ -98,6 +100,9 @@ func translate(q *request, final []messages.Message) (*anthropicCall, error) {
 				Description string         `json:"description"`
 				Parameters  map[string]any `json:"parameters"`
 			} `json:"function"`
+		}
+		if _, more, _ := jsonscan.ArrayLen(f["tools"], protocol.MaxItems); more {
+			return nil, ferr("tools", "more than %d tools", protocol.MaxItems)
 		}
 		if err := json.Unmarshal(f["tools"], &tools); err != nil {
 			return nil, ferr("tools", "must be a list of function tools")

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -143,6 +144,97 @@ func TestDecodeBlocksPeakMemory(t *testing.T) {
 			}
 			alloctest.Bound(t, name, len(body), limit, func() { err = decoders[wire](body) })
 			if (err == nil) != c.ok {
+				t.Errorf("%s: err = %v", name, err)
+			}
+		}
+	}
+}
+
+// toolsBody is a request of one message and n tools, each with a
+// description of desc bytes and a schema of props string parameters, in
+// the wire's own tool shape.
+func toolsBody(wire string, n, desc, props int) []byte {
+	var b bytes.Buffer
+	head, list := `"model":"m","stream":true`, "messages"
+	switch wire {
+	case "responses":
+		list = "input"
+	case "messages":
+		head += `,"max_tokens":100`
+	}
+	b.WriteString(`{` + head + `,"` + list + `":[{"role":"user","content":"hi"}],"tools":[`)
+	var schema bytes.Buffer
+	schema.WriteString(`{"type":"object","properties":{`)
+	for j := range props {
+		if j > 0 {
+			schema.WriteByte(',')
+		}
+		fmt.Fprintf(&schema, `"p%d":{"type":"string","description":"a parameter"}`, j)
+	}
+	schema.WriteString(`}}`)
+	d := strings.Repeat("d", desc)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		switch wire {
+		case "chat":
+			fmt.Fprintf(&b, `{"type":"function","function":{"name":"t%d","description":"%s","parameters":%s}}`, i, d, schema.Bytes())
+		case "responses":
+			fmt.Fprintf(&b, `{"type":"function","name":"t%d","description":"%s","parameters":%s}`, i, d, schema.Bytes())
+		default:
+			fmt.Fprintf(&b, `{"name":"t%d","description":"%s","input_schema":%s}`, i, d, schema.Bytes())
+		}
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// toolsLimit bounds decoding a request's tools, as a multiple of the
+// body. It is over 4 because a tool's schema becomes a map[string]any
+// (llm.Tool.Parameters), several times its JSON, and the route encodes the
+// tools again (every map's keys sorted) to count them as the upstream
+// will see them. Measured (Responses, Messages): 1,000 small tools 15.7
+// and 16.4 times the body, one schema of 100,000 parameters 17.5 and 17.5;
+// one tool of a 16 MiB description 4.0 and 4.0 (was 5.0 on Messages). Chat
+// Completions keeps its tools as they came (1.0) unless the upstream is
+// Anthropic. A list longer than protocol.MaxItems is refused unread
+// (200,000 tools took 8 to 10 times the body). Keeping schemas as JSON
+// text from end to end would bring this under 4.
+const toolsLimit = 20
+
+// Decoding a request's tools: too many are refused before decoding, and
+// the rest decode within toolsLimit times the body.
+func TestDecodeToolsPeakMemory(t *testing.T) {
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	decoders := map[string]func([]byte) error{
+		"chat":      func(body []byte) error { _, err := decode(r, body); return err },
+		"responses": func(body []byte) error { // and what the route keeps of its tools, as anthropicTurn does
+			t, err := protocol.DecodeResponses(body, nil)
+			if err == nil {
+				new(turnRequest).limits(t)
+			}
+			return err
+		},
+		"messages": func(body []byte) error { _, _, err := anthropicTurn(r, body, false); return err },
+	}
+	for _, wire := range []string{"chat", "responses", "messages"} {
+		for _, c := range []struct {
+			name              string
+			n, desc, props    int
+			limit             float64
+			refusedUnlessChat bool
+		}{
+			{"more than the most tools", protocol.MaxItems + 1, 1, 0, 4, true},
+			{"1,000 small tools", 1000, 10, 5, toolsLimit, false},
+			{"one tool, 16 MiB description", 1, 16 << 20, 0, toolsLimit, false},
+			{"one tool, 100,000 parameters", 1, 10, 100_000, toolsLimit, false},
+		} {
+			body := toolsBody(wire, c.n, c.desc, c.props)
+			name := wire + ", " + c.name
+			var err error
+			alloctest.Bound(t, name, len(body), c.limit, func() { err = decoders[wire](body) })
+			if refused := c.refusedUnlessChat && wire != "chat"; (err != nil) != refused {
 				t.Errorf("%s: err = %v", name, err)
 			}
 		}

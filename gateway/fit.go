@@ -77,8 +77,12 @@ func (q *request) chatLimits() {
 func (q *turnRequest) limits(t *protocol.Turn) {
 	q.model, q.maxTokens = t.Model, t.Call.MaxTokens
 	if len(t.Call.Tools) > 0 {
-		if b, err := json.Marshal(t.Call.Tools); err == nil {
-			q.tools = string(b)
+		// Encoded straight into the string kept (json.Marshal's result
+		// would be copied into one), without the Encoder's newline and
+		// with json.Marshal's escaping.
+		var b strings.Builder
+		if err := json.NewEncoder(&b).Encode(t.Call.Tools); err == nil {
+			q.tools = strings.TrimSuffix(b.String(), "\n")
 		}
 	}
 }

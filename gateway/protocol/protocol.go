@@ -323,11 +323,13 @@ func decodeTools(f map[string]json.RawMessage, spec toolFields) (out []llm.Tool,
 		Parameters  map[string]any `json:"parameters"`
 		InputSchema map[string]any `json:"input_schema"`
 	}
+	// Counted before decoding, so a list too long is refused unread (200,000
+	// tiny tools took 8 to 10 times the body to decode and refuse).
+	if _, more, _ := jsonscan.ArrayLen(f["tools"], MaxItems); more {
+		return nil, nil, ferr("tools", "more than %d tools", MaxItems)
+	}
 	if err := json.Unmarshal(f["tools"], &tools); err != nil {
 		return nil, nil, ferr("tools", "must be a list of tools")
-	}
-	if len(tools) > MaxItems {
-		return nil, nil, ferr("tools", "more than %d tools", MaxItems)
 	}
 	out = make([]llm.Tool, 0, len(tools))
 	for i, tl := range tools {
