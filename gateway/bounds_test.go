@@ -208,7 +208,7 @@ const toolsLimit = 20
 func TestDecodeToolsPeakMemory(t *testing.T) {
 	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
 	decoders := map[string]func([]byte) error{
-		"chat":      func(body []byte) error { _, err := decode(r, body); return err },
+		"chat": func(body []byte) error { _, err := decode(r, body); return err },
 		"responses": func(body []byte) error { // and what the route keeps of its tools, as anthropicTurn does
 			t, err := protocol.DecodeResponses(body, nil)
 			if err == nil {
