@@ -117,14 +117,14 @@ func (rd *Renderer) Render(n Node) (Result, error) {
 		if rd.cache != nil {
 			defer rd.cache.sweep()
 		}
-		text, recs, err := rd.plainPass(n)
+		text, recs, blocks, err := rd.plainPass(n)
 		if err != nil {
 			return Result{}, err
 		}
 		if rd.cache != nil {
 			rd.cache.recsHint.Store(int64(len(recs)))
 		}
-		return Result{Text: text, Report: rd.report(text, recs, nil, nil, nil, -1)}, nil
+		return Result{Text: text, Report: rd.report(text, recs, blocks, nil, nil, -1)}, nil
 	}
 	if rd.counter == nil {
 		return Result{}, errors.New("md: a budget needs a token counter")

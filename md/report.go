@@ -188,7 +188,9 @@ func (rd *Renderer) report(text string, recs []rec, blocks []block, p *plan, cos
 	case !rd.counts():
 		tokens = 0
 	case tokens < 0:
-		tokens = rd.total(text, expand(recs, blocks))
+		// A count is made from the scopes at the top, so a lean pass's
+		// blocks are not needed for it (as in search.render).
+		tokens = rd.total(text, recs)
 	}
 	rep.Tokens = tokens
 	rep.lines = &lines{rd: rd, text: text, recs: recs, blocks: blocks, p: p, cost: cost, tokens: tokens}

@@ -124,7 +124,11 @@ func expand(recs []rec, blocks []block) []rec {
 			blocks = blocks[1:]
 			for _, inner := range b.recs[1:] {
 				inner.at += b.off
-				inner.idx += int32(b.base)
+				if b.base < 0 {
+					inner.idx = -1 // a pass without a plan (see plainPass)
+				} else {
+					inner.idx += int32(b.base)
+				}
 				// A section around the block that went took the block's
 				// scope with it (see Section.render), and so everything
 				// inside it that rendered text.

@@ -149,6 +149,11 @@ func (x *XMLElement) renderMemo(r *renderer, buf []byte) ([]byte, bool) {
 	if !ok {
 		return buf, false
 	}
+	// The memo keeps its children's records as they are in r.recs, and
+	// moves them: every one must be there, none left in the cache as a
+	// block (see plainPass).
+	defer func(lean bool) { r.lean = lean }(r.lean)
+	r.lean = false
 	elemStart := len(buf)
 	recsStart := len(r.recs)
 	keptStart := r.kept
