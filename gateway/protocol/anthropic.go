@@ -205,6 +205,22 @@ func (t *Turn) anthropicMessages(raw json.RawMessage) error {
 			blocks = one[:]
 		}
 		param := fmt.Sprintf("messages[%d]", i)
+		if blocks == nil && m.Role == "user" {
+			// A list of plain text blocks becomes its message without a
+			// decoded block each (176 bytes, over six times the JSON of a
+			// short one), as anthropicUser would make it.
+			n, err := t.countBlocks(param+".content", m.Content)
+			if err != nil {
+				return err
+			}
+			if parts, ok := textParts(m.Content, n); ok {
+				if len(parts) > 0 {
+					t.Messages = append(t.Messages, messages.Message{Role: messages.RoleUser, Content: content(parts)})
+				}
+				continue
+			}
+			t.blocks -= n // decodeList counts them
+		}
 		if blocks == nil {
 			list, err := decodeList[anthropicBlock](t, param+".content", m.Content)
 			if err != nil {
@@ -235,6 +251,72 @@ func (t *Turn) anthropicMessages(raw json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// textParts reads list, a list of n content blocks, when every block is
+// a plain text block: an object of exactly the keys "type", with the
+// string "text", and "text", a string, both without escapes. ok is false
+// for anything else, left to the block decoder.
+func textParts(list []byte, n int) (parts []messages.Part, ok bool) {
+	p := jsonscan.NewCursor(list)
+	if !p.Eat('[') {
+		return nil, false
+	}
+	parts = make([]messages.Part, 0, n)
+	p.WS()
+	if p.Eat(']') {
+		return parts, p.Pos() == len(list)
+	}
+	for {
+		p.WS()
+		text, ok := plainTextBlock(p)
+		if !ok {
+			return nil, false
+		}
+		parts = append(parts, messages.Part{Type: messages.PartText, Text: text})
+		p.WS()
+		if p.Eat(',') {
+			continue
+		}
+		return parts, p.Eat(']') && p.Pos() == len(list)
+	}
+}
+
+// plainTextBlock reads one plain text block at p (see textParts).
+func plainTextBlock(p *jsonscan.Cursor) (text string, ok bool) {
+	if !p.Eat('{') {
+		return "", false
+	}
+	var typ, txt []byte
+	for range 2 {
+		p.WS()
+		key, plain := p.PlainString()
+		p.WS()
+		if !plain || !p.Eat(':') {
+			return "", false
+		}
+		p.WS()
+		v, plain := p.PlainString()
+		if !plain {
+			return "", false
+		}
+		switch {
+		case string(key) == "type" && typ == nil:
+			typ = v
+		case string(key) == "text" && txt == nil:
+			txt = v
+		default:
+			return "", false
+		}
+		p.WS()
+		if !p.Eat(',') {
+			break
+		}
+	}
+	if string(typ) != "text" || txt == nil || !p.Eat('}') {
+		return "", false
+	}
+	return string(txt), true
 }
 
 // roleOf decodes a message's role as json.Unmarshal into a struct with

@@ -2,7 +2,11 @@ package protocol
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
+
+	"github.com/loomctx/loom/internal/jsonscan"
+	"github.com/loomctx/loom/messages"
 )
 
 // Seeds for the fast readers: common shapes, and every way they hand over
@@ -89,6 +93,44 @@ func FuzzUnmarshalStringAgrees(f *testing.F) {
 		gerr := unmarshalString(b, &got)
 		if (werr == nil) != (gerr == nil) || got != want {
 			t.Fatalf("unmarshalString(%q) = %q, %v; encoding/json: %q, %v", b, got, gerr, want, werr)
+		}
+	})
+}
+
+// textParts, where it reads a user turn's block list, gives the message
+// anthropicUser makes of the decoded blocks.
+func FuzzTextPartsAgrees(f *testing.F) {
+	for _, s := range []string{
+		`[{"type":"text","text":"a"},{"text":"b","type":"text"}]`, `[]`, `[{"type":"text","text":""}]`,
+		`[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]`, `[{"type":"text","text":"a\nb"}]`,
+		`[{"type":"text","text":null}]`, `[{"type":"text","type":"text","text":"a"}]`, `[{"Type":"text","text":"a"}]`,
+		`[{"type":"image","text":"a"}]`, `[{"type":"text"}]`, `[ { "type" : "text" , "text" : "a" } ]`, `{}`, `"a"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) || len(raw) == 0 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+			return // the reader gets jsonscan.Lookup's value: trimmed, checked
+		}
+		n, _, _ := jsonscan.ArrayLen(raw, -1)
+		parts, ok := textParts(raw, n)
+		if !ok {
+			return
+		}
+		var slow Turn
+		blocks, err := decodeList[anthropicBlock](&slow, "content", raw)
+		if err == nil {
+			err = slow.anthropicUser("messages[0]", blocks)
+		}
+		if err != nil {
+			t.Fatalf("textParts(%q) read it, the block decoder refuses it: %v", raw, err)
+		}
+		var fast Turn
+		if len(parts) > 0 {
+			fast.Messages = append(fast.Messages, messages.Message{Role: messages.RoleUser, Content: content(parts)})
+		}
+		if a, b := fmt.Sprintf("%#v", fast.Messages), fmt.Sprintf("%#v", slow.Messages); a != b {
+			t.Fatalf("textParts(%q):\n%s\nthe block decoder:\n%s", raw, a, b)
 		}
 	})
 }

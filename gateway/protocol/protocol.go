@@ -67,11 +67,10 @@ type Turn struct {
 // the request's MaxBlocks: past it, a *FieldError for param and nothing
 // decoded. Any other error is encoding/json's, for the caller to word.
 func decodeList[T any](t *Turn, param string, raw []byte) ([]T, error) {
-	n, more, _ := jsonscan.ArrayLen(raw, MaxBlocks-t.blocks)
-	if more {
-		return nil, ferr(param, "more than %d content blocks in one request", MaxBlocks)
+	n, err := t.countBlocks(param, raw)
+	if err != nil {
+		return nil, err
 	}
-	t.blocks += n
 	list := make([]T, 0, n)
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, err
@@ -94,6 +93,17 @@ func unmarshalString(raw []byte, s *string) error {
 	err := json.Unmarshal(raw, &v)
 	*s = v
 	return err
+}
+
+// countBlocks counts list raw's elements into the request's blocks,
+// refusing it (a *FieldError for param) past MaxBlocks.
+func (t *Turn) countBlocks(param string, raw []byte) (int, error) {
+	n, more, _ := jsonscan.ArrayLen(raw, MaxBlocks-t.blocks)
+	if more {
+		return 0, ferr(param, "more than %d content blocks in one request", MaxBlocks)
+	}
+	t.blocks += n
+	return n, nil
 }
 
 // listError is err from decodeList as the caller words it: the bound's
