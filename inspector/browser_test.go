@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -64,8 +63,19 @@ func startServe(t testing.TB, bin, root string) string {
 // startServeEnv is startServe with variables added to loom's environment.
 func startServeEnv(t testing.TB, bin, root string, env []string) string {
 	t.Helper()
+	return startServeLogged(t, bin, root, env, nil)
+}
+
+// startServeLogged is startServeEnv that, given a log, writes every line
+// loom logs there, each request among them.
+func startServeLogged(t testing.TB, bin, root string, env []string, log *pageLog) string {
+	t.Helper()
+	level := "warn"
+	if log != nil {
+		level = "info"
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "serve", "-w", root, "--addr", "127.0.0.1:0", "--log-level", "warn")
+	cmd := exec.CommandContext(ctx, bin, "serve", "-w", root, "--addr", "127.0.0.1:0", "--log-level", level)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -89,6 +99,9 @@ func startServeEnv(t testing.TB, bin, root string, env []string) string {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			if log != nil {
+				log.add("server %s", sc.Text())
+			}
 			if _, a, ok := strings.Cut(sc.Text(), "serving on "); ok {
 				addr <- a
 			}
@@ -143,13 +156,31 @@ const sectionsJS = `[...document.querySelectorAll("#sections [data-name][data-to
 // at the package's timeout.
 func eval[T any](t *testing.T, ctx context.Context, js string) T {
 	t.Helper()
+	outer := ctx
 	ctx, cancel := bounded(t, ctx)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
 	if err != nil {
-		t.Fatalf("evaluate %.80q: %v", js, err)
+		t.Fatalf("evaluate %.80q: %v\nthe page now: %s", js, err, pageState(outer))
 	}
 	return v
+}
+
+// pageState describes the page in a few words for a failed step, if it
+// answers within five seconds.
+func pageState(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({
+		url: location.href, readyState: document.readyState,
+		inspector: window.loomInspector,
+		recallTerms: (document.getElementById("recall-terms") || {}).textContent,
+		recallNote: (document.getElementById("recall-note") || {}).textContent,
+		message: (document.querySelector("input[name=message]") || {}).value})`))
+	if err != nil {
+		return fmt.Sprintf("(no answer: %v)", err)
+	}
+	return s
 }
 
 // bounded is ctx, a chromedp context, with a minute's timeout for one
@@ -176,16 +207,21 @@ func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Voi
 // until the view has been re-rendered and cond holds.
 //
 // The checks poll on a timer, not requestAnimationFrame: a headless page
-// that draws no frame may run no frame callbacks, and a promise waiting
-// on them then settles neither way (a CI run hung 10 minutes in
-// TestInspectorInBrowser on such a check).
+// that draws no frame may run no frame callbacks. A cond that throws
+// rejects the promise: thrown from a timer's callback, the error would
+// end the polling and leave the promise settled neither way, which is
+// how step 5b used to hang (a view without the recall list, rendered
+// just before the message's own, made its cond read a property of
+// undefined).
 func timedRefresh(action, cond string) string {
 	return `new Promise((resolve, reject) => {
 		const t0 = performance.now();
 		const before = window.loomInspector.renders;
 		` + action + `;
 		const check = () => {
-			if (window.loomInspector.renders > before && (` + cond + `)) { resolve(performance.now() - t0); return; }
+			try {
+				if (window.loomInspector.renders > before && (` + cond + `)) { resolve(performance.now() - t0); return; }
+			} catch (e) { reject(e); return; }
 			if (performance.now() - t0 > 5000) { reject(new Error("timed out")); return; }
 			setTimeout(check, 5);
 		};
@@ -197,7 +233,8 @@ func TestInspectorInBrowser(t *testing.T) {
 	chromium := testenv.Chromium(t)
 	bin := buildLoom(t)
 	root := browserWorkspace(t)
-	base := startServe(t, bin, root)
+	log := &pageLog{start: time.Now()}
+	base := startServeLogged(t, bin, root, nil, log)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
@@ -207,22 +244,9 @@ func TestInspectorInBrowser(t *testing.T) {
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
 
-	var mu sync.Mutex
-	var consoleErrors []string
-	msgs := chromedp.Console(ctx)
-	go func() {
-		for m, err := range msgs {
-			if err != nil {
-				return
-			}
-			if m.IsException() || m.Type == "error" {
-				mu.Lock()
-				consoleErrors = append(consoleErrors, m.String())
-				mu.Unlock()
-			}
-		}
-	}()
+	watchPage(t, ctx, log)
 
+	log.add("test step 1")
 	// 1. The page opens; the sections and their tokens match loom render.
 	do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible("details.section"))
 	fcp := eval[float64](t, ctx, `(performance.getEntriesByName("first-contentful-paint")[0] || {startTime: -1}).startTime`)
@@ -249,6 +273,7 @@ func TestInspectorInBrowser(t *testing.T) {
 		t.Errorf("diagnostics %q do not name the broken skill's file", diag)
 	}
 
+	log.add("test step 2")
 	// 2. Lowering the budget shows parts as dropped, with their reason,
 	// without a reload.
 	budget := want.Tokens - 60
@@ -275,6 +300,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	}
 	eval[float64](t, ctx, timedRefresh(`const b = document.querySelector("input[name=budget]"); b.value = ""; b.dispatchEvent(new Event("input", {bubbles: true}))`, `true`))
 
+	log.add("test step 3")
 	// 3. Pin the render for the cache diff, then edit a file on disk: the
 	// new text shows within 2 s, without a reload.
 	eval[float64](t, ctx, timedRefresh(`document.querySelector('[data-tab="cache"]').click(); document.getElementById("pin").click()`, `document.querySelectorAll("#pins option").length > 0`))
@@ -291,6 +317,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	})`)
 	t.Logf("file edit to updated view: %v (%.0f ms in the page)", time.Since(editAt).Round(time.Millisecond), ms)
 
+	log.add("test step 4")
 	// 4. The cache diff names the changed section: the one on the page
 	// that holds SOUL.md's part.
 	soulSection := eval[string](t, ctx, `(() => { const p = document.querySelector('#sections [data-name="soul"]'); return p ? p.closest("details.section").dataset.name : "" })()`)
@@ -304,6 +331,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	}
 	t.Logf("cache diff: %s", eval[string](t, ctx, `document.querySelector("#diffview p").textContent`))
 
+	log.add("test step 5")
 	// 5. The memory form adds a memory, which then appears in the prompt.
 	do(t, ctx, chromedp.Click(`[data-tab="memory"]`), chromedp.SendKeys(`#add-memory input[name=content]`, "The user prefers metric units."))
 	eval[float64](t, ctx, timedRefresh(`document.querySelector("#add-memory button").click()`, `document.getElementById("selected").textContent.includes("metric units")`))
@@ -311,23 +339,29 @@ func TestInspectorInBrowser(t *testing.T) {
 		t.Errorf("the memory added with the form is not in the prompt")
 	}
 
+	log.add("test step 5b")
 	// 5b. The message control shows what a turn with that message would
 	// recall: the words searched, and the recalled list (empty here: the
-	// one matching memory is already in the system prompt). It runs on
-	// request: in 2 of 6 fresh-clone CI runs the page stopped answering at
-	// this step (cause not found yet); TestMemoryTabShowsRecall checks the
-	// same view through a real server without a browser.
-	if os.Getenv("LOOM_TEST_BROWSER_RECALL") == "" {
-		t.Log("step 5b (recall in the browser) skipped: set LOOM_TEST_BROWSER_RECALL=1 to run it")
-	} else {
-		eval[float64](t, ctx, timedRefresh(`const m = document.querySelector("input[name=message]"); m.value = "Which metric units?"; m.dispatchEvent(new Event("input", {bubbles: true}))`,
-			`(document.getElementById("recall-terms") || {}).textContent.startsWith("searched: metric, units") && document.getElementById("recalled") !== null`))
-		if !strings.Contains(eval[string](t, ctx, `location.search`), "message=Which+metric+units") {
-			t.Errorf("the message control is not kept in the page's query")
-		}
-		eval[float64](t, ctx, timedRefresh(`const m = document.querySelector("input[name=message]"); m.value = ""; m.dispatchEvent(new Event("input", {bubbles: true}))`, `true`))
+	// one matching memory is already in the system prompt).
+	eval[float64](t, ctx, timedRefresh(`const m = document.querySelector("input[name=message]"); m.value = "Which metric units?"; m.dispatchEvent(new Event("input", {bubbles: true}))`,
+		`(document.getElementById("recall-terms")?.textContent ?? "").startsWith("searched: metric, units") && document.getElementById("recalled") !== null`))
+	if !strings.Contains(eval[string](t, ctx, `location.search`), "message=Which+metric+units") {
+		t.Errorf("the message control is not kept in the page's query")
+	}
+	eval[float64](t, ctx, timedRefresh(`const m = document.querySelector("input[name=message]"); m.value = ""; m.dispatchEvent(new Event("input", {bubbles: true}))`,
+		`document.getElementById("recall-terms") === null`))
+
+	// 5c. Left alone, the page stays still. Each of its renders reads the
+	// memory database, and it used to be told of that as a workspace
+	// change, so once a memory existed it refreshed about 15 times a
+	// second for as long as it was open (one refresh is allowed here for
+	// a late report of step 5's write).
+	log.add("test step 5c")
+	if n := eval[int](t, ctx, `new Promise(resolve => { const n = window.loomInspector.renders; setTimeout(() => resolve(window.loomInspector.renders - n), 1000) })`); n > 1 {
+		t.Errorf("the page refreshed %d times in a second with nothing changed", n)
 	}
 
+	log.add("test step 6")
 	// 6. Screenshots, wide and at 390 px, and nothing wider than the phone.
 	do(t, ctx, chromedp.Click(`[data-tab="prompt"]`))
 	full, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -356,9 +390,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	}
 
 	time.Sleep(100 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(consoleErrors) > 0 {
-		t.Errorf("browser console errors:\n%s", strings.Join(consoleErrors, "\n"))
+	if errs := log.errors(); len(errs) > 0 {
+		t.Errorf("browser console errors:\n%s", strings.Join(errs, "\n"))
 	}
 }

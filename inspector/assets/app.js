@@ -40,7 +40,10 @@
     return fetch("view?" + q, { headers: { Accept: "text/html" } })
       .then(function (r) { return r.text(); })
       .then(function (html) {
-        if (mine !== seq) return;
+        // A newer refresh is under way, or the controls changed since
+        // this one asked (the refresh for them follows): showing this
+        // answer would put a view of other controls on the page.
+        if (mine !== seq || q !== query()) return;
         view.innerHTML = html;
         history.replaceState(null, "", q ? "?" + q : location.pathname);
         layout();
