@@ -103,3 +103,60 @@ func TestReadingMemoriesIsNotAChange(t *testing.T) {
 		t.Fatal("a memory written by another process was not reported as a change")
 	}
 }
+
+// memoryStamp moves on a write and not on a read, whether the read's
+// connection is the only one (SQLite then creates and removes -wal and
+// -shm) or another stays open (it then re-permissions -wal).
+func TestMemoryStampMovesOnWritesOnly(t *testing.T) {
+	root := t.TempDir()
+	db := filepath.Join(root, ".loom", "memory.db")
+	open := func(t *testing.T) memory.Store {
+		t.Helper()
+		store, err := memory.OpenSQLite(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store
+	}
+	add := func(t *testing.T, store memory.Store, content string) {
+		t.Helper()
+		if _, err := store.Add(context.Background(), memory.NewMemory{Category: "personal_fact", Content: content}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(t *testing.T, write func()) {
+		before := memoryStamp(db)
+		for range 3 {
+			store := open(t)
+			if _, err := store.List(context.Background(), memory.Query{}); err != nil {
+				t.Fatal(err)
+			}
+			store.Close()
+			time.Sleep(5 * time.Millisecond)
+		}
+		if after := memoryStamp(db); after != before {
+			t.Errorf("reading moved the stamp from %s to %s", before, after)
+		}
+		write()
+		if after := memoryStamp(db); after == before {
+			t.Errorf("a write left the stamp at %s", before)
+		}
+	}
+	os.MkdirAll(filepath.Dir(db), 0o755)
+	first := open(t)
+	add(t, first, "The user prefers metric units.")
+	first.Close()
+
+	t.Run("alone", func(t *testing.T) {
+		check(t, func() {
+			store := open(t)
+			defer store.Close()
+			add(t, store, "The user lives in Lyon.")
+		})
+	})
+	t.Run("another connection open", func(t *testing.T) {
+		held := open(t)
+		defer held.Close()
+		check(t, func() { add(t, held, "The user cycles to work.") })
+	})
+}
