@@ -154,6 +154,7 @@ func TestBudgetAgreesWithTheReference(t *testing.T) {
 	if testing.Short() {
 		trees = 1000
 	}
+	stood := 0
 	for seed := range uint64(trees) {
 		rng := rand.New(rand.NewPCG(seed, 41))
 		var tree md.Node
@@ -179,6 +180,21 @@ func TestBudgetAgreesWithTheReference(t *testing.T) {
 			t.Fatalf("seed %d budget %d: the renderer gives (%d tokens)\n%q\nthe reference (%d tokens)\n%q",
 				seed, budget, exact.Count(res.Text), res.Text, exact.Count(want), want)
 		}
+		if res.Report.Tokens != exact.Count(res.Text) {
+			t.Fatalf("seed %d budget %d: the report says %d tokens, the text has %d", seed, budget, res.Report.Tokens, exact.Count(res.Text))
+		}
+		// With a cache, as a builder renders: the second render finds
+		// every scope there, and its passes size (every scope stands in).
+		if seed%4 == 0 {
+			cache := md.NewCache()
+			for again := range 2 {
+				res, err := md.NewRenderer(md.WithCounter(exact), md.WithBudget(budget), md.WithCache(cache), md.WithStandMin(1), md.WithOnStands(func(n int) { stood += n })).Render(tree)
+				if err != nil || res.Text != want || res.Report.Tokens != exact.Count(want) {
+					t.Fatalf("seed %d budget %d, cached (%d): %v; the renderer gives (%d tokens, report %d)\n%q\nthe reference\n%q",
+						seed, budget, again, err, exact.Count(res.Text), res.Report.Tokens, res.Text, want)
+				}
+			}
+		}
 		// Every scope the reference dropped is reported dropped.
 		status := map[string]md.Status{}
 		for _, e := range res.Report.Sections() {
@@ -189,5 +205,8 @@ func TestBudgetAgreesWithTheReference(t *testing.T) {
 				t.Fatalf("seed %d budget %d: the reference drops %s, the report says %q", seed, budget, name, status[name])
 			}
 		}
+	}
+	if stood == 0 {
+		t.Fatal("no cached render's pass wrote a stand-in")
 	}
 }
