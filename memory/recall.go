@@ -167,10 +167,13 @@ func RecallFor(ctx context.Context, s Searcher, o RecallOptions) Recall {
 			rec.Fallback = FallbackNoMatch
 		}
 	}
-	near := map[string]float64{} // cosine of the hits found by meaning
-	byWords := map[string]bool{}
+	var (
+		near    map[string]float64 // cosine of the hits found by meaning
+		byWords map[string]bool    // hits found by words, when fused
+	)
 	if similarEnd != nil {
 		<-similarEnd
+		near, byWords = map[string]float64{}, map[string]bool{}
 		switch {
 		case similarErr != nil:
 			rec.Ranking = rankingWordsOnly + similarErr.Error()

@@ -130,3 +130,81 @@ func TestRankTurnPrevious(t *testing.T) {
 		t.Errorf("joined: %q", got)
 	}
 }
+
+// RecallFor with a ranking by meaning: fused by reciprocal rank with the
+// ranking by words, each memory's why naming the ranking(s) that found
+// it; a failed ranking by meaning leaves the recall to words, unchanged,
+// and says why.
+func TestRecallForFusesMeaning(t *testing.T) {
+	s := openSearchStore(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ms := []Memory{
+		{ID: "w", Content: "The car park shuts on Sundays."},
+		{ID: "m", Content: "Ana bought a blue automobile."},
+		{ID: "b", Content: "Ana's car is red; she bought it in May."},
+		{ID: "z", Content: "Ana plays the cello."},
+	}
+	for i := range ms {
+		ms[i].Category, ms[i].User, ms[i].CreatedAt = "personal_fact", "ana", t0.Add(time.Duration(i)*time.Minute)
+	}
+	if err := s.Import(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]Memory{}
+	all, _ := s.List(ctx, Query{User: "ana"})
+	for _, m := range all {
+		byID[m.ID] = m
+	}
+	similar := func(ids ...string) SimilarFunc {
+		return func(_ context.Context, text string, limit int) ([]Hit, error) {
+			var out []Hit
+			for i, id := range ids {
+				out = append(out, Hit{Memory: byID[id], Score: 0.9 - 0.1*float64(i)})
+			}
+			return out, nil
+		}
+	}
+	why := func(r Recall) string {
+		var out []string
+		for _, m := range r.Memories {
+			out = append(out, m.Memory.ID+": "+m.Why)
+		}
+		return strings.Join(out, " | ")
+	}
+	o := RecallOptions{User: "ana", Budget: 1000, Counter: byteCounter{}, Message: "Which car is red?"}
+	words := RecallFor(ctx, s, o)
+	if words.Ranking != "" || why(words) != "b: matched car, red | w: matched car" {
+		t.Fatalf("by words: %s (ranking %q)", why(words), words.Ranking)
+	}
+
+	// Fused: b is first in both lists, m only by meaning (rank 2), w only
+	// by words (rank 2): 1/61+1/61 for b, 1/62 for each of the others,
+	// the tie kept in the order first seen (words first).
+	o.Similar = similar("b", "m", "z")
+	r := RecallFor(ctx, s, o)
+	want := "b: matched car, red; close in meaning (cosine 0.900) | w: matched car | m: close in meaning (cosine 0.800) | z: close in meaning (cosine 0.700)"
+	if r.Ranking != RankingFused || why(r) != want {
+		t.Errorf("fused:\n got %s\nwant %s", why(r), want)
+	}
+	if s0, s1 := r.Memories[0].Score, r.Memories[1].Score; s0 != 2.0/61 || s1 != 1.0/62 {
+		t.Errorf("fused scores %v, %v; want 2/61 and 1/62", s0, s1)
+	}
+
+	// Failed: the recall by words, as without, and why.
+	o.Similar = func(context.Context, string, int) ([]Hit, error) { return nil, errors.New("boom") }
+	r = RecallFor(ctx, s, o)
+	if r.Ranking != "words only: boom" || why(r) != why(words) {
+		t.Errorf("failed: %s (ranking %q)", why(r), r.Ranking)
+	}
+
+	// No word to search: the ranking by meaning alone, not the fallback.
+	o.Similar, o.Message = similar("m"), "¿?"
+	r = RecallFor(ctx, s, o)
+	if r.Fallback != "" || why(r) != "m: close in meaning (cosine 0.900)" {
+		t.Errorf("no words: %s (fallback %q)", why(r), r.Fallback)
+	}
+	o.Message = "  "
+	if r = RecallFor(ctx, s, o); r.Ranking != "words only: the message is empty" {
+		t.Errorf("empty message: ranking %q", r.Ranking)
+	}
+}
