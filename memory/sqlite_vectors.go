@@ -308,6 +308,9 @@ func dot32(a, b []float32) float32 {
 
 // activeRows reads the active memories among the rows seqs.
 func (s *SQLite) activeRows(ctx context.Context, seqs []any) ([]Hit, error) {
+	if len(seqs) == 0 {
+		return nil, nil
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT seq, id, category, content, user, chat, created_s, created_ns FROM memories
 		WHERE seq IN (?`+strings.Repeat(`, ?`, len(seqs)-1)+`) AND superseded_by = '' AND forgotten = 0`, seqs...)
 	if err != nil {
