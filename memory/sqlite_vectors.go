@@ -1,11 +1,9 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -78,10 +76,9 @@ func (s *SQLite) PutVectors(ctx context.Context, model string, vs []Vector) erro
 	return s.dbErr(err)
 }
 
-// vectorCache is the store's copy of one model's vectors, scaled to
-// length 1 and laid end to end, so that a search reads from the database
-// only the vectors written since the last one, and then the rows of its
-// best hits.
+// vectorCache is the store's copy of one model's vectors (a VectorSet),
+// so that a search reads from the database only the vectors written since
+// the last one, and then the rows of its best hits.
 //
 // Key: the model. Invalidated: by a vector removed (the vector_removals
 // counter moved) or another model asked for; vectors added since are read
@@ -91,119 +88,62 @@ type vectorCache struct {
 	model    string
 	removals int64
 	lastID   int64
-	// dims is the length of the cached vectors (the first one's);
-	// vectors of another length are left out, as no query can match
-	// both.
-	dims int
-	// Appended to only, so a copy of the slices stays valid: vector i
-	// is vals[i*dims:(i+1)*dims], of the memory meta[i].
-	vals []float32
-	meta []vectorMeta
-}
-
-type vectorMeta struct {
-	seq  int64
-	user string
+	set      VectorSet
 }
 
 // current returns the cache's vectors for model, brought up to date.
-func (c *vectorCache) current(ctx context.Context, db *sql.DB, model string) (dims int, vals []float32, meta []vectorMeta, err error) {
+func (c *vectorCache) current(ctx context.Context, db *sql.DB, model string) (VectorSet, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var removals, lastID int64
 	if err := db.QueryRowContext(ctx, `SELECT (SELECT n FROM vector_removals), (SELECT coalesce(max(id), 0) FROM memory_vectors)`).Scan(&removals, &lastID); err != nil {
-		return 0, nil, nil, err
+		return VectorSet{}, err
 	}
 	if model != c.model || removals != c.removals || lastID < c.lastID {
-		c.model, c.removals, c.lastID, c.dims, c.vals, c.meta = model, removals, 0, 0, nil, nil
+		c.model, c.removals, c.lastID, c.set = model, removals, 0, VectorSet{}
 	}
 	if lastID == c.lastID {
-		return c.dims, c.vals, c.meta, nil
+		return c.set, nil
 	}
 	rows, err := db.QueryContext(ctx, `SELECT seq, user, vec FROM memory_vectors WHERE model = ? AND id > ? AND id <= ? ORDER BY id`, model, c.lastID, lastID)
 	if err != nil {
-		return 0, nil, nil, err
+		return VectorSet{}, err
 	}
 	defer rows.Close()
-	dims, vals, meta = c.dims, c.vals, c.meta
+	set := c.set
 	for rows.Next() {
-		var m vectorMeta
+		var seq int64
+		var user string
 		var blob []byte
-		if err := rows.Scan(&m.seq, &m.user, &blob); err != nil {
-			return 0, nil, nil, err
+		if err := rows.Scan(&seq, &user, &blob); err != nil {
+			return VectorSet{}, err
 		}
-		v, err := DecodeVector(blob)
-		if err != nil {
-			return 0, nil, nil, fmt.Errorf("vector of memory %d: %w", m.seq, err)
-		}
-		if dims == 0 {
-			dims = len(v)
-		}
-		if u := unit(v); u != nil && len(u) == dims {
-			vals = append(vals, u...)
-			meta = append(meta, m)
+		if err := set.AddEncoded(seq, user, blob); err != nil {
+			return VectorSet{}, err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return 0, nil, nil, err
+		return VectorSet{}, err
 	}
-	c.dims, c.vals, c.meta, c.lastID = dims, vals, meta, lastID
-	return dims, vals, meta, nil
-}
-
-// scored is a cached vector's cosine to a query.
-type scored struct {
-	score float32
-	seq   int64
-}
-
-// bestFirst orders scored vectors best first, the later written first
-// among equal scores.
-func bestFirst(a, b scored) int {
-	if a.score != b.score {
-		if a.score > b.score {
-			return -1
-		}
-		return 1
-	}
-	return cmp.Compare(b.seq, a.seq)
+	c.set, c.lastID = set, lastID
+	return set, nil
 }
 
 // Nearest implements [VectorStore] by exact cosine in Go over the scope's
-// vectors (kept in memory between searches, see vectorCache): every
-// cosine is computed; the best ones are sorted and their rows read, and
-// those no longer active passed over.
+// vectors (kept in memory between searches, see vectorCache and
+// [VectorSet.Nearest]).
 func (s *SQLite) Nearest(ctx context.Context, q VectorQuery) ([]Hit, error) {
-	qv := unit(q.Vector)
-	if qv == nil {
-		return nil, fmt.Errorf("%w: the query vector has no direction", ErrBadVector)
+	if err := CheckVector(q.Vector); err != nil {
+		return nil, fmt.Errorf("the query vector: %w", err)
 	}
 	var hits []Hit
 	err := s.retry(ctx, func() error {
-		dims, vals, meta, err := s.vectors.current(ctx, s.db, q.Model)
+		set, err := s.vectors.current(ctx, s.db, q.Model)
 		if err != nil {
 			return err
 		}
-		hits = hits[:0]
-		if dims != len(qv) {
-			return nil
-		}
-		all := make([]scored, 0, len(meta))
-		for i, m := range meta {
-			if m.user == "" || m.user == q.User {
-				all = append(all, scored{dot32(vals[i*dims:(i+1)*dims], qv), m.seq})
-			}
-		}
-		limit := q.limit()
-		// Most searches need only the best few: those are sorted; all of
-		// them only when too many of the best are no longer active.
-		for _, n := range []int{2*limit + 16, len(all)} {
-			hits, err = s.readBest(ctx, best(all, n), limit)
-			if err != nil || len(hits) >= limit || n >= len(all) {
-				return err
-			}
-		}
-		return nil
+		hits, err = set.Nearest(ctx, q, s.activeRows)
+		return err
 	})
 	if err != nil {
 		return nil, s.dbErr(err)
@@ -211,121 +151,30 @@ func (s *SQLite) Nearest(ctx context.Context, q VectorQuery) ([]Hit, error) {
 	return hits, nil
 }
 
-// best returns, best first, the n best of all and every other one tied
-// with the n-th.
-func best(all []scored, n int) []scored {
-	if n >= len(all) {
-		out := slices.Clone(all)
-		slices.SortFunc(out, bestFirst)
-		return out
-	}
-	// The n-th best score, from a min-heap of the n best so far.
-	h := make([]float32, 0, n)
-	for _, c := range all {
-		switch {
-		case len(h) < n:
-			h = append(h, c.score)
-			for i := len(h) - 1; i > 0 && h[(i-1)/2] > h[i]; i = (i - 1) / 2 {
-				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
-			}
-		case c.score > h[0]:
-			h[0] = c.score
-			for i := 0; ; {
-				l, m := 2*i+1, i
-				if l < n && h[l] < h[m] {
-					m = l
-				}
-				if l+1 < n && h[l+1] < h[m] {
-					m = l + 1
-				}
-				if m == i {
-					break
-				}
-				h[i], h[m] = h[m], h[i]
-				i = m
-			}
-		}
-	}
-	out := make([]scored, 0, n+8)
-	for _, c := range all {
-		if c.score >= h[0] {
-			out = append(out, c)
-		}
-	}
-	slices.SortFunc(out, bestFirst)
-	return out
-}
-
-// readBest reads the rows of cand (best first) a chunk at a time and
-// returns the best limit active ones. A chunk ends past a tie, so that
-// equal scores are ordered among themselves by recency, as compareHits
-// orders them.
-func (s *SQLite) readBest(ctx context.Context, cand []scored, limit int) ([]Hit, error) {
-	var hits []Hit
-	for i := 0; i < len(cand) && len(hits) < limit; {
-		j := min(i+limit-len(hits)+8, len(cand))
-		for j < len(cand) && cand[j].score == cand[j-1].score {
-			j++
-		}
-		scores := make(map[int64]float32, j-i)
-		keys := make([]any, 0, j-i)
-		for _, c := range cand[i:j] {
-			scores[c.seq] = c.score
-			keys = append(keys, c.seq)
-		}
-		found, err := s.activeRows(ctx, keys)
-		if err != nil {
-			return nil, err
-		}
-		for _, h := range found {
-			h.Score = float64(scores[h.seq])
-			hits = append(hits, h)
-		}
-		i = j
-	}
-	slices.SortStableFunc(hits, compareHits)
-	return hits[:min(limit, len(hits))], nil
-}
-
-// dot32 is the dot product of two vectors of one length in float32, four
-// sums at a time: the cosine of two unit vectors to about 1e-6, which is
-// what ranking needs, at a quarter of the float64 loop's time.
-func dot32(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-// activeRows reads the active memories among the rows seqs.
-func (s *SQLite) activeRows(ctx context.Context, seqs []any) ([]Hit, error) {
-	if len(seqs) == 0 {
+// activeRows reads the active memories among the rows keys.
+func (s *SQLite) activeRows(ctx context.Context, keys []int64) ([]Candidate, error) {
+	if len(keys) == 0 {
 		return nil, nil
 	}
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		args[i] = k
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT seq, id, category, content, user, chat, created_s, created_ns FROM memories
-		WHERE seq IN (?`+strings.Repeat(`, ?`, len(seqs)-1)+`) AND superseded_by = '' AND forgotten = 0`, seqs...)
+		WHERE seq IN (?`+strings.Repeat(`, ?`, len(keys)-1)+`) AND superseded_by = '' AND forgotten = 0`, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Hit
+	var out []Candidate
 	for rows.Next() {
-		var h Hit
+		var c Candidate
 		var sec, nsec int64
-		if err := rows.Scan(&h.seq, &h.ID, &h.Category, &h.Content, &h.User, &h.Chat, &sec, &nsec); err != nil {
+		if err := rows.Scan(&c.Key, &c.ID, &c.Category, &c.Content, &c.User, &c.Chat, &sec, &nsec); err != nil {
 			return nil, err
 		}
-		h.CreatedAt = time.Unix(sec, nsec).UTC()
-		out = append(out, h)
+		c.CreatedAt = time.Unix(sec, nsec).UTC()
+		out = append(out, c)
 	}
 	return out, rows.Err()
 }

@@ -80,6 +80,9 @@ type Memories struct {
 	cache map[memory.Query][]memory.Memory
 	seen  map[string]int64 // FreshVersion's last answer per user
 	off   func()
+
+	// vectors is Nearest's copy of the workspace's vectors.
+	vectors vectorCache
 }
 
 var _ memory.Store = (*Memories)(nil)
