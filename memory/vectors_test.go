@@ -228,3 +228,60 @@ func TestMigrateAddsVectors(t *testing.T) {
 		t.Fatalf("after migrating: %+v, %v", todo, err)
 	}
 }
+
+// Searches while vectors are written: each search sees a consistent copy
+// (run with -race), and once writing stops every vector is found.
+func TestNearestWhileWriting(t *testing.T) {
+	s := openSearchStore(t)
+	var ns []NewMemory
+	for i := range 300 {
+		ns = append(ns, NewMemory{Category: "personal_fact", Content: fmt.Sprintf("memory %d", i)})
+	}
+	if _, err := s.Add(ctx, ns...); err != nil {
+		t.Fatal(err)
+	}
+	todo, _, err := s.Unembedded(ctx, "m", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vec := func(i int) []float32 { return []float32{float32(i + 1), 1, float32(i % 7)} }
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := s.Nearest(ctx, VectorQuery{Model: "m", Vector: []float32{1, 0, 0}, Limit: 5}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < len(todo); i += 10 {
+		var vs []Vector
+		for j := i; j < i+10; j++ {
+			vs = append(vs, Vector{Key: todo[j].Key, Values: vec(j)})
+		}
+		if err := s.PutVectors(ctx, "m", vs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, j := range []int{0, 150, 299} {
+		hits, err := s.Nearest(ctx, VectorQuery{Model: "m", Vector: vec(j), Limit: 1})
+		if err != nil || len(hits) != 1 || hits[0].Content != todo[j].Content {
+			t.Errorf("nearest to vector %d: %+v, %v", j, hits, err)
+		}
+	}
+}
