@@ -1,7 +1,10 @@
 // Package memory keeps what an agent remembers: structured memories in a
 // store (SQLite by default), the long-term memory file memory/MEMORY.md and
 // the append-only log memory/HISTORY.md, and chooses which memories enter a
-// prompt within a token budget.
+// prompt within a token budget: by priority ([Select]) and, per turn, by
+// relevance ([RecallFor]: the store's ranking by words, fused with a
+// ranking by meaning when the store keeps embedding vectors, see
+// [VectorStore] and package embedding).
 package memory
 
 import (
