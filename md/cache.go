@@ -131,18 +131,46 @@ func dropsSum(drops []bool) uint64 {
 	}
 	var h maphash.Hash
 	h.SetSeed(dropsSeed())
-	var word [8]byte
+	// The bits go into the hash 64 scopes to a word, the words 32 at a
+	// time: a memory store's pattern is thousands of scopes long, and
+	// the search looks patterns up several times a pass.
+	var words [32 * 8]byte
+	n := 0
 	for i := 0; i < len(drops); i += 64 {
-		var w uint64
-		for j, d := range drops[i:min(i+64, len(drops))] {
-			if d {
-				w |= 1 << j
-			}
+		binary.LittleEndian.PutUint64(words[n:], packBits(drops[i:min(i+64, len(drops))]))
+		if n += 8; n == len(words) {
+			h.Write(words[:])
+			n = 0
 		}
-		binary.LittleEndian.PutUint64(word[:], w)
-		h.Write(word[:])
 	}
+	h.Write(words[:n])
 	return h.Sum64()
+}
+
+// packBits returns the bits of up to 64 bools, the first lowest. Eight
+// at a time, without branches: a pattern of mixed drops would mispredict
+// half of them.
+func packBits(d []bool) uint64 {
+	var w uint64
+	j := 0
+	for ; j+8 <= len(d); j += 8 {
+		e := d[j : j+8 : j+8]
+		b := bit(e[0]) | bit(e[1])<<1 | bit(e[2])<<2 | bit(e[3])<<3 |
+			bit(e[4])<<4 | bit(e[5])<<5 | bit(e[6])<<6 | bit(e[7])<<7
+		w |= b << j
+	}
+	for ; j < len(d); j++ {
+		w |= bit(d[j]) << j
+	}
+	return w
+}
+
+// bit is 1 for true, 0 for false.
+func bit(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // NewCache returns an empty cache.
