@@ -43,127 +43,16 @@ func translate(q *request, final []messages.Message) (*anthropicCall, error) {
 	r.System = final[0].Content.String()
 	r.Messages = final[1:]
 	r.Extra = map[string]json.RawMessage{}
-	f := q.fields
-	has := func(k string) bool { v, ok := f[k]; return ok && string(v) != "null" }
-	if has("model") {
-		if err := json.Unmarshal(f["model"], &r.Model); err != nil {
-			return nil, ferr("model", "must be a string")
-		}
-	}
-	for _, k := range []string{"max_completion_tokens", "max_tokens"} {
-		if has(k) {
-			var n int
-			if err := json.Unmarshal(f[k], &n); err != nil || n < 1 {
-				return nil, ferr(k, "must be a positive integer")
-			}
-			r.MaxTokens = n
-			break
-		}
-	}
-	if has("n") {
-		var n int
-		if err := json.Unmarshal(f["n"], &n); err != nil || n != 1 {
-			return nil, ferr("n", "an Anthropic upstream gives one choice; n must be 1")
-		}
-	}
-	for _, k := range []string{"temperature", "top_p"} {
-		if has(k) {
-			var x float64
-			if err := json.Unmarshal(f[k], &x); err != nil || math.IsNaN(x) {
-				return nil, ferr(k, "must be a number")
-			}
-			r.Extra[k] = f[k]
-		}
-	}
-	if has("stop") {
-		var one string
-		var many []string
-		switch {
-		case json.Unmarshal(f["stop"], &one) == nil:
-			many = []string{one}
-		case json.Unmarshal(f["stop"], &many) == nil:
-		default:
-			return nil, ferr("stop", "must be a string or a list of strings")
-		}
-		if len(many) > 0 {
-			r.Extra["stop_sequences"], _ = json.Marshal(many)
-		}
-	}
+	f := rawFields(q.fields)
 	if q.user != "" {
 		r.Extra["metadata"], _ = json.Marshal(map[string]string{"user_id": q.user})
 	}
-	if has("tools") {
-		var tools []struct {
-			Type     string `json:"type"`
-			Function struct {
-				Name        string         `json:"name"`
-				Description string         `json:"description"`
-				Parameters  map[string]any `json:"parameters"`
-			} `json:"function"`
-		}
-		if _, more, _ := jsonscan.ArrayLen(f["tools"], protocol.MaxItems); more {
-			return nil, ferr("tools", "more than %d tools", protocol.MaxItems)
-		}
-		if err := json.Unmarshal(f["tools"], &tools); err != nil {
-			return nil, ferr("tools", "must be a list of function tools")
-		}
-		for i, t := range tools {
-			if t.Type != "function" || t.Function.Name == "" {
-				return nil, ferr(fmt.Sprintf("tools[%d]", i), "an Anthropic upstream takes function tools with a name")
-			}
-			r.Tools = append(r.Tools, llm.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
+	for _, step := range []func(rawFields, *llm.Request) error{translateSampling, translateTools, translateToolChoice, translateResponseFormat} {
+		if err := step(f, r); err != nil {
+			return nil, err
 		}
 	}
-	if has("tool_choice") {
-		var mode string
-		var named struct {
-			Type     string `json:"type"`
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		}
-		switch {
-		case json.Unmarshal(f["tool_choice"], &mode) == nil:
-			switch mode {
-			case "auto":
-				r.ToolChoice.Mode = llm.ToolChoiceAuto
-			case "none":
-				r.ToolChoice.Mode = llm.ToolChoiceNone
-			case "required":
-				r.ToolChoice.Mode = llm.ToolChoiceRequired
-			default:
-				return nil, ferr("tool_choice", "%q is not one of auto, none, required", mode)
-			}
-		case json.Unmarshal(f["tool_choice"], &named) == nil && named.Type == "function" && named.Function.Name != "":
-			r.ToolChoice = llm.ForceTool(named.Function.Name)
-		default:
-			return nil, ferr("tool_choice", "must be auto, none, required or a named function")
-		}
-	}
-	if has("response_format") {
-		var rf struct {
-			Type       string `json:"type"`
-			JSONSchema struct {
-				Name   string         `json:"name"`
-				Schema map[string]any `json:"schema"`
-				Strict bool           `json:"strict"`
-			} `json:"json_schema"`
-		}
-		if err := json.Unmarshal(f["response_format"], &rf); err != nil {
-			return nil, ferr("response_format", "must be an object with a type")
-		}
-		switch rf.Type {
-		case "text", "json_object":
-		case "json_schema":
-			if rf.JSONSchema.Schema == nil {
-				return nil, ferr("response_format.json_schema.schema", "is required")
-			}
-			r.JSONSchema = &llm.JSONSchema{Name: rf.JSONSchema.Name, Schema: rf.JSONSchema.Schema, Strict: rf.JSONSchema.Strict}
-		default:
-			return nil, ferr("response_format.type", "%q is not one of text, json_object, json_schema", rf.Type)
-		}
-	}
-	if has("stream_options") {
+	if f.has("stream_options") {
 		var so struct {
 			IncludeUsage bool `json:"include_usage"`
 		}
@@ -173,6 +62,153 @@ func translate(q *request, final []messages.Message) (*anthropicCall, error) {
 		c.includeUsage = so.IncludeUsage
 	}
 	return c, nil
+}
+
+// rawFields are a request's top-level members, undecoded.
+type rawFields map[string]json.RawMessage
+
+// has reports whether the client sent k with a value other than null.
+func (f rawFields) has(k string) bool { v, ok := f[k]; return ok && string(v) != "null" }
+
+// translateSampling carries model, the token limit, temperature, top_p and
+// stop; n must be 1.
+func translateSampling(f rawFields, r *llm.Request) error {
+	if f.has("model") {
+		if err := json.Unmarshal(f["model"], &r.Model); err != nil {
+			return ferr("model", "must be a string")
+		}
+	}
+	for _, k := range []string{"max_completion_tokens", "max_tokens"} {
+		if f.has(k) {
+			var n int
+			if err := json.Unmarshal(f[k], &n); err != nil || n < 1 {
+				return ferr(k, "must be a positive integer")
+			}
+			r.MaxTokens = n
+			break
+		}
+	}
+	if f.has("n") {
+		var n int
+		if err := json.Unmarshal(f["n"], &n); err != nil || n != 1 {
+			return ferr("n", "an Anthropic upstream gives one choice; n must be 1")
+		}
+	}
+	for _, k := range []string{"temperature", "top_p"} {
+		if f.has(k) {
+			var x float64
+			if err := json.Unmarshal(f[k], &x); err != nil || math.IsNaN(x) {
+				return ferr(k, "must be a number")
+			}
+			r.Extra[k] = f[k]
+		}
+	}
+	if f.has("stop") {
+		var one string
+		var many []string
+		switch {
+		case json.Unmarshal(f["stop"], &one) == nil:
+			many = []string{one}
+		case json.Unmarshal(f["stop"], &many) == nil:
+		default:
+			return ferr("stop", "must be a string or a list of strings")
+		}
+		if len(many) > 0 {
+			r.Extra["stop_sequences"], _ = json.Marshal(many)
+		}
+	}
+	return nil
+}
+
+// translateTools carries function tools; a list longer than
+// protocol.MaxItems is refused before it is decoded.
+func translateTools(f rawFields, r *llm.Request) error {
+	if !f.has("tools") {
+		return nil
+	}
+	var tools []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string         `json:"name"`
+			Description string         `json:"description"`
+			Parameters  map[string]any `json:"parameters"`
+		} `json:"function"`
+	}
+	if _, more, _ := jsonscan.ArrayLen(f["tools"], protocol.MaxItems); more {
+		return ferr("tools", "more than %d tools", protocol.MaxItems)
+	}
+	if err := json.Unmarshal(f["tools"], &tools); err != nil {
+		return ferr("tools", "must be a list of function tools")
+	}
+	for i, t := range tools {
+		if t.Type != "function" || t.Function.Name == "" {
+			return ferr(fmt.Sprintf("tools[%d]", i), "an Anthropic upstream takes function tools with a name")
+		}
+		r.Tools = append(r.Tools, llm.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
+	}
+	return nil
+}
+
+// translateToolChoice carries auto, none, required or a named function.
+func translateToolChoice(f rawFields, r *llm.Request) error {
+	if !f.has("tool_choice") {
+		return nil
+	}
+	var mode string
+	var named struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	switch {
+	case json.Unmarshal(f["tool_choice"], &mode) == nil:
+		switch mode {
+		case "auto":
+			r.ToolChoice.Mode = llm.ToolChoiceAuto
+		case "none":
+			r.ToolChoice.Mode = llm.ToolChoiceNone
+		case "required":
+			r.ToolChoice.Mode = llm.ToolChoiceRequired
+		default:
+			return ferr("tool_choice", "%q is not one of auto, none, required", mode)
+		}
+	case json.Unmarshal(f["tool_choice"], &named) == nil && named.Type == "function" && named.Function.Name != "":
+		r.ToolChoice = llm.ForceTool(named.Function.Name)
+	default:
+		return ferr("tool_choice", "must be auto, none, required or a named function")
+	}
+	return nil
+}
+
+// translateResponseFormat carries a json_schema format as output_config;
+// text and json_object need nothing.
+func translateResponseFormat(f rawFields, r *llm.Request) error {
+	if !f.has("response_format") {
+		return nil
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Name   string         `json:"name"`
+			Schema map[string]any `json:"schema"`
+			Strict bool           `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(f["response_format"], &rf); err != nil {
+		return ferr("response_format", "must be an object with a type")
+	}
+	switch rf.Type {
+	case "text", "json_object":
+	case "json_schema":
+		if rf.JSONSchema.Schema == nil {
+			return ferr("response_format.json_schema.schema", "is required")
+		}
+		r.JSONSchema = &llm.JSONSchema{Name: rf.JSONSchema.Name, Schema: rf.JSONSchema.Schema, Strict: rf.JSONSchema.Strict}
+	default:
+		return ferr("response_format.type", "%q is not one of text, json_object, json_schema", rf.Type)
+	}
+	return nil
 }
 
 // finishReason maps the Messages API's stop_reason to Chat Completions'.

@@ -24,66 +24,15 @@ func testVectors(t *testing.T, open Opener) {
 	if !ok {
 		t.Skip("the store keeps no vectors")
 	}
-	rng := rand.New(rand.NewPCG(7, 8))
-	const dims = 8
-	randVec := func() []float32 {
-		v := make([]float32, dims)
-		for i := range v {
-			v[i] = float32(rng.NormFloat64())
-		}
-		return v
-	}
-	shared := randVec()
+	c := &vectorCase{t: t, store: store, vs: vs, rng: rand.New(rand.NewPCG(7, 8)), vecOf: map[string][]float32{}, keyOf: map[string]int64{}}
+	c.shared = c.randVec()
 	var ms []memory.Memory
 	for i := range 600 {
 		ms = append(ms, memory.Memory{ID: fmt.Sprintf("imp%04d", i), Category: "personal_fact", Content: fmt.Sprintf("imported %d", i),
-			User: []string{"", "u1", "u2"}[rng.IntN(3)], CreatedAt: t0.Add(-time.Duration(rng.IntN(50)) * time.Minute), Forgotten: rng.IntN(8) == 0})
+			User: []string{"", "u1", "u2"}[c.rng.IntN(3)], CreatedAt: t0.Add(-time.Duration(c.rng.IntN(50)) * time.Minute), Forgotten: c.rng.IntN(8) == 0})
 	}
 	if err := store.Import(ctx, ms); err != nil {
 		t.Fatal(err)
-	}
-	vecOf := map[string][]float32{} // by content, which is unique here
-	keyOf := map[string]int64{}
-	var maxKey int64 // the newest memory's key seen
-	embedAll := func(model string) int {
-		total := 0
-		var after int64
-		for {
-			todo, last, err := vs.Unembedded(ctx, model, after, 97)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(todo) == 0 {
-				// Nothing left: looked up to the newest memory.
-				if last < after || (after > 0 && last < maxKey) {
-					t.Fatalf("found nothing after %d and looked up to %d; the newest memory is %d", after, last, maxKey)
-				}
-				return total
-			}
-			if len(todo) == 97 && last != todo[96].Key {
-				t.Fatalf("found a full batch up to %d, but says it looked up to %d", todo[96].Key, last)
-			}
-			var batch []memory.Vector
-			for i, u := range todo {
-				if u.Key <= after || (i > 0 && u.Key <= todo[i-1].Key) {
-					t.Fatalf("queue out of order: key %d after %d", u.Key, after)
-				}
-				v := randVec()
-				if rng.IntN(8) == 0 {
-					v = shared
-				}
-				if model == "m" {
-					vecOf[u.Content], keyOf[u.Content] = v, u.Key
-				}
-				batch = append(batch, memory.Vector{Key: u.Key, Values: v})
-			}
-			after = last
-			maxKey = max(maxKey, todo[len(todo)-1].Key)
-			if err := vs.PutVectors(ctx, model, batch); err != nil {
-				t.Fatal(err)
-			}
-			total += len(todo)
-		}
 	}
 	active := 0
 	for _, m := range ms {
@@ -91,64 +40,15 @@ func testVectors(t *testing.T, open Opener) {
 			active++
 		}
 	}
-	if got := embedAll("m"); got != active {
+	if got := c.embedAll("m"); got != active {
 		t.Fatalf("the queue held %d memories, want the %d active ones", got, active)
 	}
-	embedAll("other")
+	c.embedAll("other")
 	if todo, _, err := vs.Unembedded(ctx, "m", 0, 10); err != nil || len(todo) != 0 {
 		t.Fatalf("queue after embedding: %v, %v", todo, err)
 	}
-	// A second vector for a memory is passed over.
-	for _, m := range ms {
-		k, ok := keyOf[m.Content]
-		if !ok {
-			continue
-		}
-		if err := vs.PutVectors(ctx, "m", []memory.Vector{{Key: k, Values: randVec()}}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := vs.Nearest(ctx, memory.VectorQuery{Model: "m", Vector: vecOf[m.Content], User: m.User, Limit: 1})
-		if err != nil || len(got) != 1 || math.Abs(got[0].Score-1) > 1e-5 {
-			t.Fatalf("nearest to a stored vector: %+v, %v", got, err)
-		}
-		break
-	}
-	checked := 0
-	compare := func(stage string) {
-		t.Helper()
-		all, err := store.List(ctx, memory.Query{All: true, AllUsers: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cs []memory.Candidate
-		for _, m := range all {
-			if v, ok := vecOf[m.Content]; ok {
-				cs = append(cs, memory.Candidate{Memory: m, Key: keyOf[m.Content], Vector: v})
-			}
-		}
-		for qi, qv := range [][]float32{randVec(), shared} {
-			for _, user := range []string{"", "u2"} {
-				for _, limit := range []int{1, 10, 100} {
-					q := memory.VectorQuery{Model: "m", Vector: qv, User: user, Limit: limit}
-					got, err := vs.Nearest(ctx, q)
-					if err != nil {
-						t.Fatal(err)
-					}
-					want := memory.NearestPlain(q, cs)
-					if len(got) != len(want) {
-						t.Fatalf("%s: query %d user %q limit %d: %d hits, plain %d", stage, qi, user, limit, len(got), len(want))
-					}
-					for i := range want {
-						if got[i].ID != want[i].ID || math.Abs(got[i].Score-want[i].Score) > 1e-5 || got[i].Content != want[i].Content {
-							t.Fatalf("%s: query %d user %q limit %d: hit %d is %s %v, plain %s %v", stage, qi, user, limit, i, got[i].ID, got[i].Score, want[i].ID, want[i].Score)
-						}
-						checked++
-					}
-				}
-			}
-		}
-	}
-	compare("imported")
+	c.secondVectorIsPassedOver(ms)
+	c.compare("imported")
 	var more []memory.NewMemory
 	for i := range 120 {
 		more = append(more, memory.NewMemory{Category: "personal_fact", Content: fmt.Sprintf("added %d", i), User: []string{"", "u2"}[i%2]})
@@ -167,11 +67,136 @@ func testVectors(t *testing.T, open Opener) {
 			}
 		}
 	}
-	if got := embedAll("m"); got != 120 {
+	if got := c.embedAll("m"); got != 120 {
 		t.Fatalf("%d memories queued after adding 121 (one superseded): want 120", got)
 	}
-	compare("added")
-	if checked < 500 {
-		t.Errorf("only %d hits compared", checked)
+	c.compare("added")
+	if c.checked < 500 {
+		t.Errorf("only %d hits compared", c.checked)
+	}
+}
+
+// vectorCase is testVectors' state: the vectors it wrote, by content
+// (unique in the test), and how many hits it compared.
+type vectorCase struct {
+	t       *testing.T
+	store   memory.Store
+	vs      memory.VectorStore
+	rng     *rand.Rand
+	shared  []float32 // given to about one memory in eight: exact ties
+	vecOf   map[string][]float32
+	keyOf   map[string]int64
+	maxKey  int64 // the newest memory's key seen
+	checked int
+}
+
+const vectorDims = 8
+
+func (c *vectorCase) randVec() []float32 {
+	v := make([]float32, vectorDims)
+	for i := range v {
+		v[i] = float32(c.rng.NormFloat64())
+	}
+	return v
+}
+
+// embedAll drains the queue for model, 97 at a time, checking its order
+// and what it says it looked through; it returns how many it embedded.
+func (c *vectorCase) embedAll(model string) int {
+	t := c.t
+	total := 0
+	var after int64
+	for {
+		todo, last, err := c.vs.Unembedded(ctx, model, after, 97)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(todo) == 0 {
+			// Nothing left: looked up to the newest memory.
+			if last < after || (after > 0 && last < c.maxKey) {
+				t.Fatalf("found nothing after %d and looked up to %d; the newest memory is %d", after, last, c.maxKey)
+			}
+			return total
+		}
+		if len(todo) == 97 && last != todo[96].Key {
+			t.Fatalf("found a full batch up to %d, but says it looked up to %d", todo[96].Key, last)
+		}
+		batch := make([]memory.Vector, 0, len(todo))
+		for i, u := range todo {
+			if u.Key <= after || (i > 0 && u.Key <= todo[i-1].Key) {
+				t.Fatalf("queue out of order: key %d after %d", u.Key, after)
+			}
+			v := c.randVec()
+			if c.rng.IntN(8) == 0 {
+				v = c.shared
+			}
+			if model == "m" {
+				c.vecOf[u.Content], c.keyOf[u.Content] = v, u.Key
+			}
+			batch = append(batch, memory.Vector{Key: u.Key, Values: v})
+		}
+		after = last
+		c.maxKey = max(c.maxKey, todo[len(todo)-1].Key)
+		if err := c.vs.PutVectors(ctx, model, batch); err != nil {
+			t.Fatal(err)
+		}
+		total += len(todo)
+	}
+}
+
+// secondVectorIsPassedOver writes a second vector for one embedded memory;
+// the store keeps the first.
+func (c *vectorCase) secondVectorIsPassedOver(ms []memory.Memory) {
+	for _, m := range ms {
+		k, ok := c.keyOf[m.Content]
+		if !ok {
+			continue
+		}
+		if err := c.vs.PutVectors(ctx, "m", []memory.Vector{{Key: k, Values: c.randVec()}}); err != nil {
+			c.t.Fatal(err)
+		}
+		got, err := c.vs.Nearest(ctx, memory.VectorQuery{Model: "m", Vector: c.vecOf[m.Content], User: m.User, Limit: 1})
+		if err != nil || len(got) != 1 || math.Abs(got[0].Score-1) > 1e-5 {
+			c.t.Fatalf("nearest to a stored vector: %+v, %v", got, err)
+		}
+		return
+	}
+}
+
+// compare holds Nearest to memory.NearestPlain over every listed memory
+// with a vector, for two query vectors, two users and three limits.
+func (c *vectorCase) compare(stage string) {
+	t := c.t
+	t.Helper()
+	all, err := c.store.List(ctx, memory.Query{All: true, AllUsers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs []memory.Candidate
+	for _, m := range all {
+		if v, ok := c.vecOf[m.Content]; ok {
+			cs = append(cs, memory.Candidate{Memory: m, Key: c.keyOf[m.Content], Vector: v})
+		}
+	}
+	for qi, qv := range [][]float32{c.randVec(), c.shared} {
+		for _, user := range []string{"", "u2"} {
+			for _, limit := range []int{1, 10, 100} {
+				q := memory.VectorQuery{Model: "m", Vector: qv, User: user, Limit: limit}
+				got, err := c.vs.Nearest(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := memory.NearestPlain(q, cs)
+				if len(got) != len(want) {
+					t.Fatalf("%s: query %d user %q limit %d: %d hits, plain %d", stage, qi, user, limit, len(got), len(want))
+				}
+				for i := range want {
+					if got[i].ID != want[i].ID || math.Abs(got[i].Score-want[i].Score) > 1e-5 || got[i].Content != want[i].Content {
+						t.Fatalf("%s: query %d user %q limit %d: hit %d is %s %v, plain %s %v", stage, qi, user, limit, i, got[i].ID, got[i].Score, want[i].ID, want[i].Score)
+					}
+					c.checked++
+				}
+			}
+		}
 	}
 }
