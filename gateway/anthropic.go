@@ -129,9 +129,9 @@ func translateTools(f rawFields, r *llm.Request) error {
 	var tools []struct {
 		Type     string `json:"type"`
 		Function struct {
-			Name        string         `json:"name"`
-			Description string         `json:"description"`
-			Parameters  map[string]any `json:"parameters"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
 		} `json:"function"`
 	}
 	if _, more, _ := jsonscan.ArrayLen(f["tools"], protocol.MaxItems); more {
@@ -144,7 +144,11 @@ func translateTools(f rawFields, r *llm.Request) error {
 		if t.Type != "function" || t.Function.Name == "" {
 			return ferr(fmt.Sprintf("tools[%d]", i), "an Anthropic upstream takes function tools with a name")
 		}
-		r.Tools = append(r.Tools, llm.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
+		schema, err := protocol.ToolSchema(t.Function.Parameters)
+		if err != nil {
+			return ferr(fmt.Sprintf("tools[%d].function.parameters", i), "%v", err)
+		}
+		r.Tools = append(r.Tools, llm.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: schema})
 	}
 	return nil
 }

@@ -192,17 +192,16 @@ func toolsBody(wire string, n, desc, props int) []byte {
 }
 
 // toolsLimit bounds decoding a request's tools, as a multiple of the
-// body. It is over 4 because a tool's schema becomes a map[string]any
-// (llm.Tool.Parameters), several times its JSON, and the route encodes the
-// tools again (every map's keys sorted) to count them as the upstream
-// will see them. Measured (Responses, Messages): 1,000 small tools 15.7
-// and 16.4 times the body, one schema of 100,000 parameters 17.5 and 17.5;
-// one tool of a 16 MiB description 4.0 and 4.0 (was 5.0 on Messages). Chat
-// Completions keeps its tools as they came (1.0) unless the upstream is
-// Anthropic. A list longer than protocol.MaxItems is refused unread
-// (200,000 tools took 8 to 10 times the body). Keeping schemas as JSON
-// text from end to end would bring this under 4.
-const toolsLimit = 20
+// body: the 4. Schemas stay JSON text from end to end
+// (llm.Tool.Parameters) and are counted part by part. Measured
+// (Responses, Messages): 1,000 small tools 1.72 and 1.74 times the body
+// (15.7 and 16.4 when schemas became maps and the route encoded the tools
+// again to count them), one schema of 100,000 parameters 1.0 and 1.0 (was
+// 17.5), one tool of a 16 MiB description 1.0 (was 4.0). Chat Completions
+// keeps its tools as they came (1.0). A list longer than
+// protocol.MaxItems is refused unread (200,000 tools took 8 to 10 times
+// the body).
+const toolsLimit = 4
 
 // Decoding a request's tools: too many are refused before decoding, and
 // the rest decode within toolsLimit times the body.

@@ -11,6 +11,7 @@ import (
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/fit"
 	"github.com/loomctx/loom/gateway/protocol"
+	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
@@ -48,10 +49,31 @@ func fittingFor(cfg *config.Config, q *turnRequest, upstreamModel string, c mess
 	if q.maxTokens > 0 {
 		f.reserve = q.maxTokens
 	}
-	if q.tools != "" {
+	switch {
+	case q.tools != "":
 		f.tools = c.Count(q.tools)
+	case len(q.toolDefs) > 0:
+		f.tools = toolTokens(c, q.toolDefs)
 	}
 	return f
+}
+
+// toolFraming is the JSON around one tool definition, in tokens: a Chat
+// Completions tool's keys and braces are 14 in o200k_base and in
+// cl100k_base, the most of the three wires' shapes (Responses 12,
+// Messages 9).
+const toolFraming = 14
+
+// toolTokens counts decoded tool definitions part by part: each one's
+// name, description and schema text, and its framing. Counting the parts
+// needs no second JSON copy of every tool, which took more memory than
+// decoding them.
+func toolTokens(c messages.Counter, tools []llm.Tool) int {
+	n := 0
+	for _, tl := range tools {
+		n += toolFraming + c.Count(tl.Name) + c.Count(tl.Description) + c.Count(string(tl.Parameters))
+	}
+	return n
 }
 
 // chatLimits reads what fitting needs from a Chat Completions request's
@@ -71,20 +93,9 @@ func (q *request) chatLimits() {
 }
 
 // limits keeps what fitting needs of a decoded Responses or Messages
-// turn: the model asked for, the reply's limit and the tools, as JSON
-// (their count is the count of this text, as a Chat Completions request's
-// tools are counted from its body).
+// turn: the model asked for, the reply's limit and the tool definitions.
 func (q *turnRequest) limits(t *protocol.Turn) {
-	q.model, q.maxTokens = t.Model, t.Call.MaxTokens
-	if len(t.Call.Tools) > 0 {
-		// Encoded straight into the string kept (json.Marshal's result
-		// would be copied into one), without the Encoder's newline and
-		// with json.Marshal's escaping.
-		var b strings.Builder
-		if err := json.NewEncoder(&b).Encode(t.Call.Tools); err == nil {
-			q.tools = strings.TrimSuffix(b.String(), "\n")
-		}
-	}
+	q.model, q.maxTokens, q.toolDefs = t.Model, t.Call.MaxTokens, t.Call.Tools
 }
 
 // errFitOver is a request that cannot fit its window even with every

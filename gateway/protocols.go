@@ -718,10 +718,7 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request, ws *server
 			n += st.counter.Count(tc.Function.Name) + st.counter.Count(tc.Function.Arguments)
 		}
 	}
-	for _, tl := range t.Call.Tools {
-		schema, _ := json.Marshal(tl.Parameters)
-		n += st.counter.Count(tl.Name) + st.counter.Count(tl.Description) + st.counter.Count(string(schema))
-	}
+	n += toolTokens(st.counter, t.Call.Tools)
 	writeJSONBody(w, []byte(`{"input_tokens":`+strconv.Itoa(n)+`}`))
 }
 

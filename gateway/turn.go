@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/loomctx/loom/gateway/protocol"
+	"github.com/loomctx/loom/llm"
 	"github.com/loomctx/loom/md"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/messages"
@@ -26,12 +27,14 @@ type turnRequest struct {
 	// id names the turn for a retry (the Idempotency-Key header); ""
 	// means the conversation's hash.
 	id string
-	// model, maxTokens and tools are what fitting needs of the model
-	// call: the model asked for, the reply's limit (0: unsaid) and the
-	// tool definitions as JSON.
+	// model, maxTokens, tools and toolDefs are what fitting needs of the
+	// model call: the model asked for, the reply's limit (0: unsaid) and
+	// the tool definitions, as the JSON a Chat Completions client sent
+	// (tools) or decoded from another wire (toolDefs).
 	model     string
 	maxTokens int
 	tools     string
+	toolDefs  []llm.Tool
 }
 
 // turn is a prepared gateway turn: the message list to send (built) and,

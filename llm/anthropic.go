@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -36,9 +37,9 @@ var anthropicKeys = map[string]bool{"model": true, "max_tokens": true, "system":
 	"tool_choice": true, "output_config": true, "stream": true}
 
 type anthropicTool struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description,omitempty"`
-	InputSchema map[string]any `json:"input_schema"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
 }
 
 type anthropicToolChoice struct {
@@ -154,9 +155,9 @@ func (a *anthropicClient) request(req Request, stream bool) (*anthropicRequest, 
 	// Temperature is not sent: loom's Messages API version has no such
 	// field for the models it targets.
 	for _, t := range req.Tools {
-		schema := map[string]any{"type": "object"}
-		for k, v := range t.Parameters {
-			schema[k] = v
+		schema, err := inputSchema(t.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("llm: request: tool %q: %w", t.Name, err)
 		}
 		p.Tools = append(p.Tools, anthropicTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
@@ -175,6 +176,24 @@ func (a *anthropicClient) request(req Request, stream bool) (*anthropicRequest, 
 		p.OutputConfig.Format.Type, p.OutputConfig.Format.Schema = "json_schema", req.JSONSchema.Schema
 	}
 	return p, nil
+}
+
+// inputSchema is a tool's parameters as the Messages API wants them: an
+// object schema that names its type. A schema that names a type, the usual
+// case, is sent as it came.
+func inputSchema(params json.RawMessage) (json.RawMessage, error) {
+	if len(params) == 0 || string(params) == "null" {
+		return json.RawMessage(`{"type":"object"}`), nil
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(params, &members); err != nil || members == nil {
+		return nil, errors.New("parameters must be a JSON object")
+	}
+	if _, ok := members["type"]; ok {
+		return params, nil
+	}
+	members["type"] = json.RawMessage(`"object"`)
+	return json.Marshal(members)
 }
 
 func (a *anthropicClient) header() http.Header {

@@ -15,11 +15,13 @@ import (
 )
 
 // Tool describes a function the model may call. Parameters is a JSON schema
-// of type object.
+// of type object, kept as the JSON text it came as (nil: no parameters), so
+// a client's tools reach the upstream without being decoded into maps that
+// take many times their size.
 type Tool struct {
 	Name        string
 	Description string
-	Parameters  map[string]any
+	Parameters  json.RawMessage
 }
 
 // ToolChoiceMode says whether the model may, must or must not call a tool.

@@ -36,11 +36,7 @@ func jsonEqual(t *testing.T, got map[string]any, want string) {
 var saveTool = llm.Tool{
 	Name:        "save",
 	Description: "Save it.",
-	Parameters: map[string]any{
-		"type":       "object",
-		"properties": map[string]any{"x": map[string]any{"type": "string"}},
-		"required":   []string{"x"},
-	},
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}},"required":["x"]}`),
 }
 
 func TestOpenAICompleteRequest(t *testing.T) {

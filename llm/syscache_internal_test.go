@@ -44,7 +44,7 @@ func TestKeptSystemEncodingMatchesPlain(t *testing.T) {
 			reqs = append(reqs,
 				Request{System: sys, Messages: conv},
 				Request{Model: "other", System: sys, Messages: conv, Temperature: &temp, MaxTokens: 7, SystemCacheAt: len(sys) / 2,
-					Tools:      []Tool{{Name: "read", Description: "reads", Parameters: map[string]any{"type": "object"}}},
+					Tools:      []Tool{{Name: "read", Description: "reads", Parameters: json.RawMessage(`{"type":"object"}`)}},
 					ToolChoice: ForceTool("read"),
 					Extra:      map[string]json.RawMessage{"top_p": json.RawMessage("0.9"), "messages": json.RawMessage("[]"), "a_key": json.RawMessage(`{"x": 1}`)}})
 		}

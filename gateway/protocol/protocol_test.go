@@ -216,15 +216,16 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		`[]`:            "",
 		`{"model":"m"}`: "input",
 		`{"input":7}`:   "input",
-		`{"input":[{"role":"robot","content":"x"}]}`:                     "input[0].role",
-		`{"input":[{"role":"user","content":[{"type":"input_file"}]}]}`:  "input[0].content[0].type",
-		`{"input":[{"role":"user","content":[{"type":"input_image"}]}]}`: "input[0].content[0].image_url",
-		`{"input":[{"type":"function_call","name":"f"}]}`:                "input[0]",
-		`{"input":[{"type":"item_reference","id":"msg_1"}]}`:             "input[0]",
-		`{"input":"x","tools":[{"type":"function","parameters":{}}]}`:    "tools[0].name",
-		`{"input":"x","tool_choice":"sometimes"}`:                        "tool_choice",
-		`{"input":"x","max_output_tokens":0}`:                            "max_output_tokens",
-		`{"input":"x","text":{"format":{"type":"json_schema"}}}`:         "text.format.schema",
+		`{"input":[{"role":"robot","content":"x"}]}`:                              "input[0].role",
+		`{"input":[{"role":"user","content":[{"type":"input_file"}]}]}`:           "input[0].content[0].type",
+		`{"input":[{"role":"user","content":[{"type":"input_image"}]}]}`:          "input[0].content[0].image_url",
+		`{"input":[{"type":"function_call","name":"f"}]}`:                         "input[0]",
+		`{"input":[{"type":"item_reference","id":"msg_1"}]}`:                      "input[0]",
+		`{"input":"x","tools":[{"type":"function","parameters":{}}]}`:             "tools[0].name",
+		`{"input":"x","tools":[{"type":"function","name":"f","parameters":[1]}]}`: "tools[0].parameters",
+		`{"input":"x","tool_choice":"sometimes"}`:                                 "tool_choice",
+		`{"input":"x","max_output_tokens":0}`:                                     "max_output_tokens",
+		`{"input":"x","text":{"format":{"type":"json_schema"}}}`:                  "text.format.schema",
 	} {
 		_, err := protocol.DecodeResponses([]byte(body), nil)
 		var fe *protocol.FieldError
@@ -233,14 +234,16 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		}
 	}
 	for body, param := range map[string]string{
-		`{"model":"m","messages":[{"role":"user","content":"x"}]}`:                                             "max_tokens",
-		`{"max_tokens":5,"messages":[]}`:                                                                       "messages",
-		`{"max_tokens":5,"messages":[{"role":"robot","content":"x"}]}`:                                         "messages[0].role",
-		`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"document"}]}]}`:                        "messages[0].content[0].type",
-		`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file"}}]}]}`:  "messages[0].content[0].source",
-		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"web_search_20250305"}]}`: "tools[0].type",
-		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"tool"}}`:            "tool_choice.name",
-		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"system":[{"type":"image"}]}`:              "system",
+		`{"model":"m","messages":[{"role":"user","content":"x"}]}`:                                              "max_tokens",
+		`{"max_tokens":5,"messages":[]}`:                                                                        "messages",
+		`{"max_tokens":5,"messages":[{"role":"robot","content":"x"}]}`:                                          "messages[0].role",
+		`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"document"}]}]}`:                         "messages[0].content[0].type",
+		`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file"}}]}]}`:   "messages[0].content[0].source",
+		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"web_search_20250305"}]}`:  "tools[0].type",
+		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"tool"}}`:             "tool_choice.name",
+		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","input_schema":"x"}]}`: "tools[0].input_schema",
+		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f"}]}`:                    "tools[0].input_schema",
+		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"system":[{"type":"image"}]}`:               "system",
 	} {
 		_, err := protocol.DecodeMessages([]byte(body), false)
 		var fe *protocol.FieldError

@@ -131,7 +131,7 @@ func (m ResponseMeta) object(status string) *responseObject {
 	for _, tl := range t.Call.Tools {
 		params := tl.Parameters
 		if params == nil {
-			params = map[string]any{}
+			params = json.RawMessage(`{}`)
 		}
 		o.Tools = append(o.Tools, map[string]any{"type": "function", "name": tl.Name, "description": tl.Description, "parameters": params, "strict": false})
 	}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,7 +35,10 @@ var (
 	systemPrompt string
 	//go:embed user.md
 	userText string
-	userTmpl = sync.OnceValue(func() *template.Template { return template.Must(template.New("user.md").Parse(userText)) })
+	// saveMemorySchema is the save_memory tool's parameters.
+	//go:embed save_memory.json
+	saveMemorySchema []byte
+	userTmpl         = sync.OnceValue(func() *template.Template { return template.Must(template.New("user.md").Parse(userText)) })
 )
 
 // Counter counts tokens; tokens.Counter satisfies it.
@@ -395,20 +399,7 @@ func Tool() llm.Tool {
 	return llm.Tool{
 		Name:        ToolName,
 		Description: "Store the consolidation of the conversation in long-term memory.",
-		Parameters: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"history_entry": map[string]any{
-					"type":        "string",
-					"description": "A paragraph for the searchable log, starting with [YYYY-MM-DD HH:MM]: what was discussed and decided, with the names, files and numbers worth searching for.",
-				},
-				"memory_update": map[string]any{
-					"type":        "string",
-					"description": "The complete new memory file in Markdown: every still-true fact from the current memory plus the lasting facts from this conversation. The current memory unchanged if nothing is new.",
-				},
-			},
-			"required": []string{"history_entry", "memory_update"},
-		},
+		Parameters:  slices.Clone(saveMemorySchema), // a copy: the caller may keep or change it
 	}
 }
 
