@@ -321,47 +321,21 @@ func plainTextBlock(p *jsonscan.Cursor) (text string, ok bool) {
 
 // roleOf decodes a message's role as json.Unmarshal into a struct with
 // one field, Role, does (every "role" key in any case is decoded, the last
-// kept; null leaves it as it was), reporting whether that succeeds. m, an
-// element of a list checked as JSON, is read with a cursor instead of a
-// decoder: encoding/json allocated more per message than a short
-// message's text. A key with an escape goes to encoding/json.
+// kept; null leaves it as it was), reporting whether that succeeds. m is
+// an element of a list checked as JSON; a key with an escape goes to
+// encoding/json.
 func roleOf(m []byte, role *string) bool {
-	slow := func() bool {
-		var v struct {
-			Role string `json:"role"`
-		}
-		err := json.Unmarshal(m, &v)
-		*role = v.Role
-		return err == nil
-	}
-	p := jsonscan.NewCursor(m)
-	if !p.Eat('{') {
-		return slow()
-	}
-	p.WS()
-	if p.Eat('}') {
+	if plainMembers(m, func(key, value []byte) bool {
+		return len(key) != 4 || !strings.EqualFold(string(key), "role") || unmarshalString(value, role) == nil
+	}) {
 		return true
 	}
-	for {
-		p.WS()
-		key, plain := p.PlainString()
-		p.WS()
-		if !plain || !p.Eat(':') {
-			return slow()
-		}
-		p.WS()
-		start := p.Pos()
-		if !p.Skip() {
-			return slow()
-		}
-		if len(key) == 4 && strings.EqualFold(string(key), "role") && unmarshalString(m[start:p.Pos()], role) != nil {
-			return false
-		}
-		p.WS()
-		if !p.Eat(',') {
-			return true
-		}
+	var v struct {
+		Role string `json:"role"`
 	}
+	err := json.Unmarshal(m, &v)
+	*role = v.Role
+	return err == nil
 }
 
 // anthropicUser reads a user turn: its tool results become tool messages

@@ -123,37 +123,11 @@ type responsesItem struct {
 }
 
 // decode is json.Unmarshal(raw, it) (every key matching a field in any
-// case decoded, the last kept; null leaves a field as it was), read with
-// a cursor when every key is plain and names a string field or none:
-// encoding/json allocated more per item than a short message's text. An
-// output, or a key with an escape, goes to encoding/json.
+// case decoded, the last kept; null leaves a field as it was), read
+// member by member when every key is plain and names a string field or
+// none. An output, or a key with an escape, goes to encoding/json.
 func (it *responsesItem) decode(raw []byte) error {
-	slow := func() error {
-		var v responsesItem // not it: a pointer handed to encoding/json would move every item to the heap
-		err := json.Unmarshal(raw, &v)
-		*it = v
-		return err
-	}
-	p := jsonscan.NewCursor(raw)
-	if !p.Eat('{') {
-		return slow()
-	}
-	p.WS()
-	if p.Eat('}') {
-		return nil
-	}
-	for {
-		p.WS()
-		key, plain := p.PlainString()
-		p.WS()
-		if !plain || !p.Eat(':') {
-			return slow()
-		}
-		p.WS()
-		start := p.Pos()
-		if !p.Skip() {
-			return slow()
-		}
+	if plainMembers(raw, func(key, value []byte) bool {
 		var field *string
 		switch k := string(key); {
 		case strings.EqualFold(k, "type"):
@@ -169,16 +143,16 @@ func (it *responsesItem) decode(raw []byte) error {
 		case strings.EqualFold(k, "arguments"):
 			field = &it.Arguments
 		case strings.EqualFold(k, "output"):
-			return slow()
+			return false
 		}
-		if field != nil && unmarshalString(raw[start:p.Pos()], field) != nil {
-			return slow() // for encoding/json's error, after its other fields
-		}
-		p.WS()
-		if !p.Eat(',') {
-			return nil
-		}
+		return field == nil || unmarshalString(value, field) == nil
+	}) {
+		return nil
 	}
+	var v responsesItem // not it: a pointer handed to encoding/json would move every item to the heap
+	err := json.Unmarshal(raw, &v)
+	*it = v
+	return err
 }
 
 type responsesPart struct {
