@@ -15,6 +15,7 @@ import (
 	"github.com/loomctx/loom/internal/testenv"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/memory/pgstore"
+	"github.com/loomctx/loom/memory/storetest"
 )
 
 var ctx = context.Background()
@@ -64,25 +65,6 @@ func startWorker(t *testing.T, s memory.VectorStore, f *embeddingtest.Fake) *emb
 	return w
 }
 
-// waitEmbedded waits until no active memory of s lacks a vector.
-func waitEmbedded(t *testing.T, s memory.VectorStore) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		todo, _, err := s.Unembedded(ctx, "fake", 0, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(todo) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("memory %q still has no vector", todo[0].Content)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func add(t *testing.T, s memory.Store, contents ...string) []memory.Memory {
 	t.Helper()
 	var ns []memory.NewMemory
@@ -105,7 +87,7 @@ func testWorkerEmbedsWrites(t *testing.T, s vectorStore) {
 	w := startWorker(t, s, f)
 	add(t, s, "Mira plays the cello.", "Mira lives in Porto.")
 	w.Notify()
-	waitEmbedded(t, s)
+	storetest.WaitEmbedded(t, s, "fake")
 	for _, text := range []string{"Mira plays the cello.", "Mira lives in Porto."} {
 		hits, err := s.Nearest(ctx, memory.VectorQuery{Model: "fake", Vector: f.Vector(text), Limit: 1})
 		if err != nil || len(hits) != 1 || hits[0].Content != text || hits[0].Score < 0.9999 {
@@ -148,7 +130,7 @@ func testWorkerBackfills(t *testing.T, s vectorStore) {
 		t.Errorf("last error %v", err)
 	}
 	f.SetDown(false)
-	waitEmbedded(t, s)
+	storetest.WaitEmbedded(t, s, "fake")
 	if st := w.Stats(); st.Embedded != 11 {
 		t.Errorf("stats %+v", st)
 	}
@@ -203,7 +185,7 @@ func TestWorkerConcurrentWriters(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitEmbedded(t, s)
+	storetest.WaitEmbedded(t, s, "fake")
 	for g := range 4 {
 		text := fmt.Sprintf("writer %d memory %d", g, 24)
 		hits, err := s.Nearest(ctx, memory.VectorQuery{Model: "fake", Vector: f.Vector(text), Limit: 1})
@@ -242,5 +224,5 @@ func TestWorkerRefusesHostileReplies(t *testing.T) {
 		}
 	}
 	f.SetReply(nil)
-	waitEmbedded(t, s)
+	storetest.WaitEmbedded(t, s, "fake")
 }

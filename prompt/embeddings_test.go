@@ -15,6 +15,7 @@ import (
 	"github.com/loomctx/loom/internal/testenv"
 	"github.com/loomctx/loom/memory"
 	"github.com/loomctx/loom/memory/pgstore"
+	"github.com/loomctx/loom/memory/storetest"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/workspace"
 )
@@ -101,20 +102,7 @@ func TestRecallWithEmbeddings(t *testing.T) {
 
 	// The first turn starts the worker; wait until it is done.
 	b.Recall(ctx, res, "Which car?", "")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		todo, _, err := s.Unembedded(ctx, "fake", 0, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(todo) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the worker did not embed the memories")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	storetest.WaitEmbedded(t, s, "fake")
 	r := b.Recall(ctx, res, "Which car?", "")
 	if r.Ranking != memory.RankingFused || r.Fallback != "" {
 		t.Fatalf("ranking %q, fallback %q", r.Ranking, r.Fallback)
@@ -250,20 +238,7 @@ func TestRecallWithEmbeddingsPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Recall(ctx, res, "Which car?", "")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		todo, _, err := mem.Unembedded(ctx, "fake", 0, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(todo) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the worker did not embed the memories")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	storetest.WaitEmbedded(t, mem, "fake")
 	r := b.Recall(ctx, res, "Which car?", "")
 	got := recalledIDs(r)
 	if r.Ranking != memory.RankingFused || !strings.HasPrefix(got["m_auto"], "close in meaning (cosine 0.") || !strings.HasPrefix(got["m_park"], "matched car") {

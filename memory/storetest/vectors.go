@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -198,5 +199,25 @@ func (c *vectorCase) compare(stage string) {
 				}
 			}
 		}
+	}
+}
+
+// WaitEmbedded waits, up to 20 seconds, until no active memory of s lacks
+// a vector of model, failing t with the first one still waiting.
+func WaitEmbedded(t testing.TB, s memory.VectorStore, model string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		todo, _, err := s.Unembedded(context.Background(), model, 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(todo) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("memory %q still has no vector", todo[0].Content)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
