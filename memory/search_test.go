@@ -182,20 +182,9 @@ func TestSearchIndexTransactional(t *testing.T) {
 
 // A database made before the index (schema 3) is indexed when opened.
 func TestMigrateIndexesExisting(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "memory.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := append(slices.Clone(migrations[:3]), `CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version VALUES (3)`,
+	path := databaseAt(t, 3,
 		`INSERT INTO memories (id, category, content, created_s) VALUES ('old1', 'personal_fact', 'Prefers green tea.', 1)`,
 		`INSERT INTO memories (id, category, content, created_s) VALUES ('old2', 'personal_fact', 'Drives a blue van.', 2)`)
-	for _, st := range stmts {
-		if _, err := db.Exec(st); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
 	s, err := OpenSQLite(path)
 	if err != nil {
 		t.Fatal(err)
@@ -350,4 +339,24 @@ func TestSearchAfterClose(t *testing.T) {
 	if s.searchDB != nil {
 		t.Error("Search after Close opened its connections again")
 	}
+}
+
+// databaseAt makes a memory.db as schema version left it (its first
+// migrations and their schema_version row), then runs stmts on it, and
+// returns its path.
+func databaseAt(t *testing.T, version int, stmts ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "memory.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	all := append(slices.Clone(migrations[:version]), `CREATE TABLE schema_version (version INTEGER NOT NULL)`, fmt.Sprintf(`INSERT INTO schema_version VALUES (%d)`, version))
+	for _, st := range append(all, stmts...) {
+		if _, err := db.Exec(st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
 }

@@ -2,12 +2,10 @@ package memory
 
 import (
 	"bytes"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -205,19 +203,7 @@ func TestNearestMatchesPlain(t *testing.T) {
 // A database of the schema before vectors is migrated: its memories are
 // all waiting for their vectors.
 func TestMigrateAddsVectors(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "memory.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := append(slices.Clone(migrations[:4]), `CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version VALUES (4)`,
-		`INSERT INTO memories (id, category, content, created_s) VALUES ('old1', 'personal_fact', 'Prefers green tea.', 1)`)
-	for _, st := range stmts {
-		if _, err := db.Exec(st); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+	path := databaseAt(t, 4, `INSERT INTO memories (id, category, content, created_s) VALUES ('old1', 'personal_fact', 'Prefers green tea.', 1)`)
 	s, err := OpenSQLite(path)
 	if err != nil {
 		t.Fatal(err)
