@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,16 +35,7 @@ func TestReadingMemoriesIsNotAChange(t *testing.T) {
 	}
 	remember("The user prefers metric units.")
 
-	s, err := server.New(server.Options{Dir: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := Mount(s); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
+	ts := serveInspector(t, server.Options{Dir: root})
 	view := func(query string) {
 		t.Helper()
 		resp, err := http.Get(ts.URL + "/inspect/default/view?" + query)

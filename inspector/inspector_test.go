@@ -54,16 +54,7 @@ func TestControls(t *testing.T) {
 func TestMountServes(t *testing.T) {
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "AGENTS.md"), []byte("# Agents\n\nHello <script>x</script>\n"), 0o644)
-	s, err := server.New(server.Options{Dir: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := Mount(s); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
+	ts := serveInspector(t, server.Options{Dir: root})
 	get := func(path string) (int, string) {
 		resp, err := http.Get(ts.URL + path)
 		if err != nil {
@@ -110,19 +101,6 @@ func TestIndex(t *testing.T) {
 		os.WriteFile(filepath.Join(root, n, "AGENTS.md"), []byte("# "+n+"\n"), 0o644)
 	}
 	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("not a workspace"), 0o644)
-	serve := func(opts server.Options) *httptest.Server {
-		s, err := server.New(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if err := Mount(s); err != nil {
-			t.Fatal(err)
-		}
-		ts := httptest.NewServer(s.Handler())
-		t.Cleanup(ts.Close)
-		return ts
-	}
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	get := func(ts *httptest.Server, path string) (*http.Response, string) {
 		resp, err := noFollow.Get(ts.URL + path)
@@ -134,7 +112,7 @@ func TestIndex(t *testing.T) {
 		return resp, string(b)
 	}
 
-	ts := serve(server.Options{Root: root})
+	ts := serveInspector(t, server.Options{Root: root})
 	for _, path := range []string{"/", "/inspect/"} {
 		resp, body := get(ts, path+"?budget=50")
 		if resp.StatusCode != 200 || !strings.Contains(body, `<form class="workspaces" action="/" method="get">`) ||
@@ -158,12 +136,29 @@ func TestIndex(t *testing.T) {
 	if resp, _ := get(ts, "/?ws=nope"); resp.StatusCode != 404 {
 		t.Errorf("ws=nope: %d, want 404", resp.StatusCode)
 	}
-	if resp, body := get(serve(server.Options{Root: t.TempDir()}), "/"); resp.StatusCode != 200 || !strings.Contains(body, "no workspace yet") {
+	if resp, body := get(serveInspector(t, server.Options{Root: t.TempDir()}), "/"); resp.StatusCode != 200 || !strings.Contains(body, "no workspace yet") {
 		t.Errorf("empty root: %d\n%s", resp.StatusCode, body)
 	}
 
-	one := serve(server.Options{Dir: filepath.Join(root, "alpha")})
+	one := serveInspector(t, server.Options{Dir: filepath.Join(root, "alpha")})
 	if resp, _ := get(one, "/?budget=50"); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/inspect/default/?budget=50" {
 		t.Errorf("one workspace: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
+}
+
+// serveInspector starts a server for opts with the inspector mounted,
+// closed when the test ends.
+func serveInspector(t *testing.T, opts server.Options) *httptest.Server {
+	t.Helper()
+	s, err := server.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := Mount(s); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts
 }

@@ -6,7 +6,6 @@ import (
 	"html"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -44,16 +43,7 @@ func TestMemoryTabShowsRecall(t *testing.T) {
 	}
 	store.Close()
 
-	s, err := server.New(server.Options{Dir: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := Mount(s); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
+	ts := serveInspector(t, server.Options{Dir: root})
 	view := func(message string) string {
 		t.Helper()
 		resp, err := http.Get(ts.URL + "/inspect/default/view?message=" + url.QueryEscape(message))
