@@ -13,6 +13,7 @@ import (
 
 	"github.com/loomctx/loom/embedding/embeddingtest"
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/memory/storetest"
 	"github.com/loomctx/loom/messages"
 	"github.com/loomctx/loom/prompt"
 	"github.com/loomctx/loom/tokens"
@@ -87,22 +88,7 @@ func BenchmarkRecallTurn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for {
-		todo, _, err := embStore.Unembedded(context.Background(), "fake@384", 0, 1000)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(todo) == 0 {
-			break
-		}
-		vs := make([]memory.Vector, len(todo))
-		for i, u := range todo {
-			vs[i] = memory.Vector{Key: u.Key, Values: fake.Vector(u.Content)}
-		}
-		if err := embStore.PutVectors(context.Background(), "fake@384", vs); err != nil {
-			b.Fatal(err)
-		}
-	}
+	storetest.EmbedAll(b, embStore, "fake@384", fake.Vector)
 	embStore.Close()
 	builder := func(dir string) *prompt.Builder {
 		ws, err := workspace.Open(dir)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/memory"
+	"github.com/loomctx/loom/memory/storetest"
 )
 
 // BenchmarkNearest is the search by meaning in PostgreSQL (exact cosine in
@@ -42,24 +43,7 @@ func BenchmarkNearest(b *testing.B) {
 		}
 		return v
 	}
-	var after int64
-	for {
-		todo, last, err := s.Unembedded(ctx, "bench", after, 1000)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(todo) == 0 {
-			break
-		}
-		vs := make([]memory.Vector, len(todo))
-		for i, u := range todo {
-			vs[i] = memory.Vector{Key: u.Key, Values: randVec()}
-		}
-		if err := s.PutVectors(ctx, "bench", vs); err != nil {
-			b.Fatal(err)
-		}
-		after = last
-	}
+	storetest.EmbedAll(b, s, "bench", func(string) []float32 { return randVec() })
 	report := func(b *testing.B, times []time.Duration) {
 		slices.Sort(times)
 		b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns/op")

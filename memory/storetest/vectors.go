@@ -221,3 +221,28 @@ func WaitEmbedded(t testing.TB, s memory.VectorStore, model string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// EmbedAll gives every active memory of s that has no vector of model the
+// vector vecOf makes from its content, a thousand at a time.
+func EmbedAll(t testing.TB, s memory.VectorStore, model string, vecOf func(content string) []float32) {
+	t.Helper()
+	ctx := context.Background()
+	var after int64
+	for {
+		todo, last, err := s.Unembedded(ctx, model, after, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(todo) == 0 {
+			return
+		}
+		vs := make([]memory.Vector, len(todo))
+		for i, u := range todo {
+			vs[i] = memory.Vector{Key: u.Key, Values: vecOf(u.Content)}
+		}
+		if err := s.PutVectors(ctx, model, vs); err != nil {
+			t.Fatal(err)
+		}
+		after = last
+	}
+}
