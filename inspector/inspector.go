@@ -25,7 +25,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -208,7 +207,7 @@ func (in *Inspector) close(context.Context) error {
 // builder returns the workspace's builder, told to list memories again
 // when the memory database changed since the last render.
 func (st *wsState) builder() *prompt.Builder {
-	stamp := memoryStamp(memoryDB(st.door))
+	stamp := memory.Stamp(memory.DatabaseOf(st.door))
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if stamp != st.dbStamp {
@@ -216,73 +215,6 @@ func (st *wsState) builder() *prompt.Builder {
 		st.dbStamp = stamp
 	}
 	return st.b
-}
-
-// memoryDB is the path of the workspace's SQLite memory database, or ""
-// when loom.yaml cannot be read or names none on disk.
-func memoryDB(ws *workspace.Workspace) string {
-	cfg, err := config.Load(ws)
-	if err != nil {
-		return ""
-	}
-	p, err := config.MemoryStoreLocation(ws.Root(), cfg)
-	if err != nil {
-		return ""
-	}
-	return p
-}
-
-// memoryStamp changes when the memory database's contents may have
-// changed: it is the size and modification time of the database and of
-// its write-ahead log while the log holds anything. Reading changes
-// neither (SQLite creates an empty log and a -shm file when a connection
-// opens, removes them when the last one closes, and gives the log the
-// database's permissions again on every open), while every committed
-// write grows or rewrites the log, and a checkpoint rewrites the
-// database.
-func memoryStamp(db string) string {
-	if db == "" {
-		return ""
-	}
-	stamp := func(path string) string {
-		fi, err := os.Stat(path)
-		if err != nil || fi.Size() == 0 {
-			return "-;"
-		}
-		return fmt.Sprintf("%d/%d;", fi.Size(), fi.ModTime().UnixNano())
-	}
-	return stamp(db) + stamp(db+"-wal")
-}
-
-// memoryFilter keeps an event stream from reporting the memory
-// database's files when only a read touched them: the page would refresh,
-// its render would read the database again, and the stream would report
-// that too, for as long as the page is open.
-type memoryFilter struct {
-	ws    *workspace.Workspace
-	stamp string // memoryStamp when the stream last reported a change
-}
-
-func newMemoryFilter(ws *workspace.Workspace) *memoryFilter {
-	return &memoryFilter{ws: ws, stamp: memoryStamp(memoryDB(ws))}
-}
-
-// unchanged reports whether a change of paths is only the memory
-// database's files with its contents as they were at the last change
-// reported.
-func (f *memoryFilter) unchanged(paths []string) bool {
-	db := memoryDB(f.ws)
-	stamp := memoryStamp(db)
-	defer func() { f.stamp = stamp }()
-	if db == "" || stamp != f.stamp {
-		return false
-	}
-	for _, p := range paths {
-		if !slices.ContainsFunc(config.SQLiteFiles, func(suffix string) bool { return p == db+suffix }) {
-			return false
-		}
-	}
-	return true
 }
 
 // controls reads the render options from a query. Bad values are an error
@@ -412,7 +344,7 @@ func (in *Inspector) events(w http.ResponseWriter, r *http.Request, ws *server.W
 		return
 	}
 	defer cancel()
-	quiet := newMemoryFilter(ws.Door)
+	quiet := memory.NewReadFilter(ws.Door)
 	// A stream outlives the server's write timeout.
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{})
@@ -433,7 +365,7 @@ func (in *Inspector) events(w http.ResponseWriter, r *http.Request, ws *server.W
 			if !ok {
 				return
 			}
-			if quiet.unchanged(c.Paths) {
+			if quiet.OnlyRead(c.Paths) {
 				continue // the memory database was read, not written
 			}
 			fmt.Fprintf(w, "event: change\ndata: %d\n\n", len(c.Paths))

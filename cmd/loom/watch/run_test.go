@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
+	"github.com/loomctx/loom/memory"
 )
 
 // syncBuffer lets the test read what the watcher writes from its goroutine.
@@ -120,6 +121,70 @@ func TestWatchRerendersOnEveryKind(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Another process reading the memory database moves SQLite's side files
+// without changing a memory: no render is printed for it. A memory it
+// writes is.
+func TestWatchIgnoresReadsOfTheMemoryDatabase(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("Be terse.\n"), 0o644)
+	remember := func(content string) {
+		t.Helper()
+		store, err := memory.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		if content == "" {
+			if _, err := store.List(context.Background(), memory.Query{}); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if _, err := store.Add(context.Background(), memory.NewMemory{Category: "global_rule", Content: content}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remember("Answer in metric units.")
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	opts := &Options{IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, Debounce: 20 * time.Millisecond}
+	opts.Flags.Dir = dir
+	ready := make(chan struct{})
+	opts.Ready = func() { close(ready) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, opts) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("watch ended early: %v\n%s", err, errOut)
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch never became ready")
+	}
+	if !strings.Contains(out.String(), "Answer in metric units.") {
+		t.Fatalf("first render has no memory:\n%s", out)
+	}
+	for range 5 {
+		remember("") // a read
+		time.Sleep(60 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if strings.Contains(errOut.String(), "changed:") {
+		t.Fatalf("reads were reported as changes:\n%s", errOut)
+	}
+	remember("Quote every figure with its unit.")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "Quote every figure with its unit.") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no re-render after a memory was written:\nstderr: %s", errOut)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	cancel()
 	if err := <-done; err != nil {

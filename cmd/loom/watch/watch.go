@@ -17,6 +17,7 @@ import (
 	"github.com/loomctx/loom/cmd/loom/cmdutil"
 	"github.com/loomctx/loom/cmd/loom/shared"
 	"github.com/loomctx/loom/config"
+	"github.com/loomctx/loom/memory"
 	lskills "github.com/loomctx/loom/skills"
 	"github.com/loomctx/loom/workspace"
 )
@@ -120,6 +121,9 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	// A render reads the memory database, and SQLite's side files moving
+	// under that read are not a change to print a render for.
+	quiet := memory.NewReadFilter(ws)
 	writeText(opts.IO.Out, prev)
 	if opts.Ready != nil {
 		opts.Ready()
@@ -134,6 +138,9 @@ func Run(ctx context.Context, opts *Options) error {
 			}
 			if c.Err != nil {
 				return fmt.Errorf("watch: %w", c.Err)
+			}
+			if quiet.OnlyRead(c.Paths) {
+				continue
 			}
 			next, err := render(ctx)
 			if err != nil {
