@@ -155,68 +155,101 @@ func convert(err error, data []byte) error {
 // in it are text (`note: A [[[`); a plain scalar cannot open a collection,
 // so skipping them lets nothing deep through.
 func tooDeep(data []byte, max int) int {
-	depth, line := 0, 1
-	boundary := true // at the start of a token: line start, after space , [ { :
-	plain := false   // inside a block-context plain scalar
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		if plain && c != '\n' {
-			next := byte('\n')
-			if i+1 < len(data) {
-				next = data[i+1]
-			}
-			switch {
-			case c == ':' && (next == ' ' || next == '\t' || next == '\n' || next == '\r'):
-				plain, boundary = false, true
-			case (c == ' ' || c == '\t') && next == '#':
-				plain, boundary = false, true
-			}
-			continue
+	s := flowScan{data: data, line: 1, boundary: true}
+	for ; s.i < len(data); s.i++ {
+		if s.step() > max {
+			return s.line
 		}
-		switch {
-		case c == '\n':
-			line++
-			boundary, plain = true, false
-			continue
-		case depth == 0 && boundary && !strings.ContainsRune(" \t\r[]{}#\"'-?:,|>!&*%@`", rune(c)):
-			plain, boundary = true, false
-			continue
-		case c == '#' && boundary:
-			for i < len(data) && data[i] != '\n' {
-				i++
-			}
-			i--
-			continue
-		case (c == '"' || c == '\'') && boundary:
-			for i++; i < len(data); i++ {
-				if data[i] == '\n' {
-					line++
-				}
-				if c == '"' && data[i] == '\\' {
-					i++
-					continue
-				}
-				if data[i] == c {
-					if c == '\'' && i+1 < len(data) && data[i+1] == '\'' {
-						i++
-						continue
-					}
-					break
-				}
-			}
-			boundary = false
-			continue
-		case (c == '[' || c == '{') && (boundary || depth > 0):
-			depth++
-			if depth > max {
-				return line
-			}
-			boundary = true
-			continue
-		case (c == ']' || c == '}') && depth > 0:
-			depth--
-		}
-		boundary = c == ' ' || c == '\t' || c == ',' || c == ':' || c == '-' && boundary
 	}
 	return 0
+}
+
+// flowScan is tooDeep's place in the text.
+type flowScan struct {
+	data     []byte
+	i        int // the byte being read
+	depth    int // flow collections open
+	line     int
+	boundary bool // at the start of a token: line start, after space , [ { :
+	plain    bool // inside a block-context plain scalar
+}
+
+// indicators are the bytes that cannot start a plain scalar in block
+// context (with the blanks).
+const indicators = " \t\r[]{}#\"'-?:,|>!&*%@`"
+
+// step reads data[i] (and, for a comment or a quoted scalar, the bytes up
+// to its end) and returns the depth after it.
+func (s *flowScan) step() int {
+	c := s.data[s.i]
+	if s.plain && c != '\n' {
+		s.inPlain(c)
+		return s.depth
+	}
+	switch {
+	case c == '\n':
+		s.line++
+		s.boundary, s.plain = true, false
+	case s.depth == 0 && s.boundary && !strings.ContainsRune(indicators, rune(c)):
+		s.plain, s.boundary = true, false
+	case c == '#' && s.boundary:
+		s.skipComment()
+	case (c == '"' || c == '\'') && s.boundary:
+		s.skipQuoted(c)
+		s.boundary = false
+	case (c == '[' || c == '{') && (s.boundary || s.depth > 0):
+		s.depth++
+		s.boundary = true
+	default:
+		if (c == ']' || c == '}') && s.depth > 0 {
+			s.depth--
+		}
+		s.boundary = c == ' ' || c == '\t' || c == ',' || c == ':' || c == '-' && s.boundary
+	}
+	return s.depth
+}
+
+// inPlain reads c inside a plain scalar, which ends at ": " or " #".
+func (s *flowScan) inPlain(c byte) {
+	next := byte('\n')
+	if s.i+1 < len(s.data) {
+		next = s.data[s.i+1]
+	}
+	switch {
+	case c == ':' && (next == ' ' || next == '\t' || next == '\n' || next == '\r'):
+		s.plain, s.boundary = false, true
+	case (c == ' ' || c == '\t') && next == '#':
+		s.plain, s.boundary = false, true
+	}
+}
+
+// skipComment moves to the last byte before the comment's line end.
+func (s *flowScan) skipComment() {
+	for s.i < len(s.data) && s.data[s.i] != '\n' {
+		s.i++
+	}
+	s.i--
+}
+
+// skipQuoted moves to the quote that closes the scalar opened at i (or
+// past the end), counting the lines it spans: a backslash escapes the next
+// byte in double quotes, and ” is a quote in single quotes.
+func (s *flowScan) skipQuoted(q byte) {
+	for s.i++; s.i < len(s.data); s.i++ {
+		b := s.data[s.i]
+		if b == '\n' {
+			s.line++
+		}
+		if q == '"' && b == '\\' {
+			s.i++
+			continue
+		}
+		if b == q {
+			if q == '\'' && s.i+1 < len(s.data) && s.data[s.i+1] == '\'' {
+				s.i++
+				continue
+			}
+			return
+		}
+	}
 }

@@ -2,6 +2,7 @@ package yamlsafe
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -95,4 +96,91 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("multi-line error %q", err)
 		}
 	})
+}
+
+// tooDeepReference is tooDeep as one loop, before it was split into
+// flowScan's steps: the split must not change a single answer.
+func tooDeepReference(data []byte, max int) int {
+	depth, line := 0, 1
+	boundary := true // at the start of a token: line start, after space , [ { :
+	plain := false   // inside a block-context plain scalar
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if plain && c != '\n' {
+			next := byte('\n')
+			if i+1 < len(data) {
+				next = data[i+1]
+			}
+			switch {
+			case c == ':' && (next == ' ' || next == '\t' || next == '\n' || next == '\r'):
+				plain, boundary = false, true
+			case (c == ' ' || c == '\t') && next == '#':
+				plain, boundary = false, true
+			}
+			continue
+		}
+		switch {
+		case c == '\n':
+			line++
+			boundary, plain = true, false
+			continue
+		case depth == 0 && boundary && !strings.ContainsRune(" \t\r[]{}#\"'-?:,|>!&*%@`", rune(c)):
+			plain, boundary = true, false
+			continue
+		case c == '#' && boundary:
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+			i--
+			continue
+		case (c == '"' || c == '\'') && boundary:
+			for i++; i < len(data); i++ {
+				if data[i] == '\n' {
+					line++
+				}
+				if c == '"' && data[i] == '\\' {
+					i++
+					continue
+				}
+				if data[i] == c {
+					if c == '\'' && i+1 < len(data) && data[i+1] == '\'' {
+						i++
+						continue
+					}
+					break
+				}
+			}
+			boundary = false
+			continue
+		case (c == '[' || c == '{') && (boundary || depth > 0):
+			depth++
+			if depth > max {
+				return line
+			}
+			boundary = true
+			continue
+		case (c == ']' || c == '}') && depth > 0:
+			depth--
+		}
+		boundary = c == ' ' || c == '\t' || c == ',' || c == ':' || c == '-' && boundary
+	}
+	return 0
+}
+
+// tooDeep agrees with its one-loop reference on random texts made of the
+// bytes that matter to it.
+func TestTooDeepAgreesWithReference(t *testing.T) {
+	const alphabet = "[]{}#\"'\\\n \t:-,ab?|&*"
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 200_000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		for _, max := range []int{0, 1, 3} {
+			if got, want := tooDeep(b, max), tooDeepReference(b, max); got != want {
+				t.Fatalf("tooDeep(%q, %d) = %d, the reference says %d", b, max, got, want)
+			}
+		}
+	}
 }
