@@ -35,21 +35,7 @@ func (b *syncBuffer) String() string {
 func TestWatchRerendersOnChange(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("Be terse.\n"), 0o644)
-	out, errOut := &syncBuffer{}, &syncBuffer{}
-	opts := &Options{IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, Debounce: 20 * time.Millisecond}
-	opts.Flags.Dir = dir
-	ready := make(chan struct{})
-	opts.Ready = func() { close(ready) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, opts) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("watch ended early: %v\n%s", err, errOut)
-	case <-time.After(10 * time.Second):
-		t.Fatal("watch never became ready")
-	}
+	out, errOut, stop := startWatch(t, dir, nil)
 	if !strings.Contains(out.String(), "Be terse.") {
 		t.Fatalf("first render missing: %q", out)
 	}
@@ -62,10 +48,7 @@ func TestWatchRerendersOnChange(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }
 
 // loom watch re-renders on an edit anywhere the prompt reads from, not only
@@ -85,22 +68,7 @@ func TestWatchRerendersOnEveryKind(t *testing.T) {
 		os.WriteFile(p, []byte(text), 0o644)
 	}
 	os.MkdirAll(filepath.Join(dir, "databases", "type=postgres", "database=shop"), 0o755)
-	out, errOut := &syncBuffer{}, &syncBuffer{}
-	opts := &Options{IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, Debounce: 20 * time.Millisecond}
-	opts.Flags.Dir = dir
-	opts.Flags.Channel = "slack"
-	ready := make(chan struct{})
-	opts.Ready = func() { close(ready) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, opts) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("watch ended early: %v\n%s", err, errOut)
-	case <-time.After(10 * time.Second):
-		t.Fatal("watch never became ready")
-	}
+	out, errOut, stop := startWatch(t, dir, func(o *Options) { o.Flags.Channel = "slack" })
 	for _, e := range []struct{ rel, text, want string }{
 		{"agent/prompts/slack.md", "{{ default_prompt }}\n\nSlack marker 91a.\n", "Slack marker 91a."},
 		{"agent/dialects/postgres.md", "## SQL\n\n- Dialect marker 91b.\n", "Dialect marker 91b."},
@@ -122,10 +90,7 @@ func TestWatchRerendersOnEveryKind(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }
 
 // Another process reading the memory database moves SQLite's side files
@@ -152,21 +117,7 @@ func TestWatchIgnoresReadsOfTheMemoryDatabase(t *testing.T) {
 		}
 	}
 	remember("Answer in metric units.")
-	out, errOut := &syncBuffer{}, &syncBuffer{}
-	opts := &Options{IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, Debounce: 20 * time.Millisecond}
-	opts.Flags.Dir = dir
-	ready := make(chan struct{})
-	opts.Ready = func() { close(ready) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, opts) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("watch ended early: %v\n%s", err, errOut)
-	case <-time.After(10 * time.Second):
-		t.Fatal("watch never became ready")
-	}
+	out, errOut, stop := startWatch(t, dir, nil)
 	if !strings.Contains(out.String(), "Answer in metric units.") {
 		t.Fatalf("first render has no memory:\n%s", out)
 	}
@@ -186,8 +137,38 @@ func TestWatchIgnoresReadsOfTheMemoryDatabase(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	stop()
+}
+
+// startWatch runs the watch on dir (with set's changes to its options,
+// when set is not nil) until its first render is out. stop ends it and
+// fails the test if it ended with an error.
+func startWatch(t *testing.T, dir string, set func(*Options)) (out, errOut *syncBuffer, stop func()) {
+	t.Helper()
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	opts := &Options{IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, Debounce: 20 * time.Millisecond}
+	opts.Flags.Dir = dir
+	if set != nil {
+		set(opts)
+	}
+	ready := make(chan struct{})
+	opts.Ready = func() { close(ready) }
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // a test that fails early still ends the watch
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, opts) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("watch ended early: %v\n%s", err, errOut)
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch never became ready")
+	}
+	return out, errOut, func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
