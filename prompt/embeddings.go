@@ -53,6 +53,26 @@ func (s *embedderSlot) notify() {
 	}
 }
 
+// stats is the embedding worker's counts, and false when no worker runs.
+func (s *embedderSlot) stats() (embedding.Stats, bool) {
+	s.mu.Lock()
+	e := s.emb
+	s.mu.Unlock()
+	if e == nil {
+		return embedding.Stats{}, false
+	}
+	w := e.Worker()
+	if w == nil {
+		return embedding.Stats{}, false
+	}
+	return w.Stats(), true
+}
+
+// EmbeddingStats is what the builder's embedding worker (loom.yaml's
+// memory.embeddings) has done, and false when none runs: embeddings are
+// off, or no recall has needed them yet.
+func (b *Builder) EmbeddingStats() (embedding.Stats, bool) { return b.emb.stats() }
+
 func (s *embedderSlot) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -165,6 +165,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.metrics = newMetrics(s.reg)
 	s.reg.MustRegister(newExtractMetrics(wss))
+	s.reg.MustRegister(newEmbeddingMetrics(wss))
 	s.handler = s.middleware(s.mux)
 	s.routes()
 	s.ready = true

@@ -488,6 +488,48 @@ func (s *sseWriter) problem(r *http.Request, p *Problem) {
 	s.event("error", out)
 }
 
+// embeddingMetrics reports the embedding worker of every open workspace
+// that has one (loom.yaml's memory.embeddings), so that an endpoint that
+// keeps failing shows outside the turns it slows to words-only recall.
+type embeddingMetrics struct {
+	wss                         *workspaces
+	embedded, failures, skipped *prometheus.Desc
+	failing                     *prometheus.Desc
+}
+
+func newEmbeddingMetrics(wss *workspaces) *embeddingMetrics {
+	return &embeddingMetrics{wss: wss,
+		embedded: prometheus.NewDesc("loom_embedding_embedded_total", "Memories given a vector by the embedding worker.", []string{"workspace"}, nil),
+		failures: prometheus.NewDesc("loom_embedding_failures_total", "Batches the embedding endpoint failed (each tried again later).", []string{"workspace"}, nil),
+		skipped:  prometheus.NewDesc("loom_embedding_skipped_total", "Memories passed over after failing alone; the next sweep tries them again.", []string{"workspace"}, nil),
+		failing:  prometheus.NewDesc("loom_embedding_failing", "1 while the embedding worker's last call failed, else 0.", []string{"workspace"}, nil),
+	}
+}
+
+func (m *embeddingMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.embedded
+	ch <- m.failures
+	ch <- m.skipped
+	ch <- m.failing
+}
+
+func (m *embeddingMetrics) Collect(ch chan<- prometheus.Metric) {
+	for _, ws := range m.wss.list() {
+		st, ok := ws.Builder.EmbeddingStats()
+		if !ok {
+			continue
+		}
+		failing := 0.0
+		if st.LastError != nil {
+			failing = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.embedded, prometheus.CounterValue, float64(st.Embedded), ws.Name)
+		ch <- prometheus.MustNewConstMetric(m.failures, prometheus.CounterValue, float64(st.Failures), ws.Name)
+		ch <- prometheus.MustNewConstMetric(m.skipped, prometheus.CounterValue, float64(st.Skipped), ws.Name)
+		ch <- prometheus.MustNewConstMetric(m.failing, prometheus.GaugeValue, failing, ws.Name)
+	}
+}
+
 // extractMetrics reports the extraction queues of every open workspace.
 type extractMetrics struct {
 	wss       *workspaces
