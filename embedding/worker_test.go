@@ -94,8 +94,17 @@ func testWorkerEmbedsWrites(t *testing.T, s vectorStore) {
 			t.Fatalf("nearest to %q: %+v, %v", text, hits, err)
 		}
 	}
-	if st := w.Stats(); st.Embedded != 2 || st.LastError != nil {
-		t.Errorf("stats %+v", st)
+	// The store shows a vector before the worker has counted it.
+	waitStats(t, w, func(st embedding.Stats) bool { return st.Embedded == 2 && st.LastError == nil })
+}
+
+// waitStats waits, up to 20 seconds, until w's counts satisfy ok.
+func waitStats(t *testing.T, w *embedding.Worker, ok func(embedding.Stats) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !ok(w.Stats()); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v", w.Stats())
+		}
 	}
 }
 
@@ -131,9 +140,7 @@ func testWorkerBackfills(t *testing.T, s vectorStore) {
 	}
 	f.SetDown(false)
 	storetest.WaitEmbedded(t, s, "fake")
-	if st := w.Stats(); st.Embedded != 11 {
-		t.Errorf("stats %+v", st)
-	}
+	waitStats(t, w, func(st embedding.Stats) bool { return st.Embedded == 11 })
 }
 
 // One memory the endpoint always refuses holds up the others only until
