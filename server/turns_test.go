@@ -86,12 +86,21 @@ func TestTurn(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	res, _ := http.Get(c.base + "/metrics")
-	var m bytes.Buffer
-	m.ReadFrom(res.Body)
-	res.Body.Close()
-	if !strings.Contains(m.String(), `loom_extract_done_total{workspace="default"} 1`) {
-		t.Fatalf("metrics lack the extraction queue:\n%s", grepLines(m.String(), "extract"))
+	// The job counts as done only after its memory is written: wait for it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		res, err := http.Get(c.base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m bytes.Buffer
+		m.ReadFrom(res.Body)
+		res.Body.Close()
+		if strings.Contains(m.String(), `loom_extract_done_total{workspace="default"} 1`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics lack the extraction queue:\n%s", grepLines(m.String(), "extract"))
+		}
 	}
 	_ = s
 }
