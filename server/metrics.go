@@ -80,3 +80,89 @@ func standardMethod(m string) bool {
 	}
 	return false
 }
+
+// workspaceMetric is one series per open workspace, read when /metrics is
+// scraped.
+type workspaceMetric struct {
+	name, help string
+	kind       prometheus.ValueType
+}
+
+// workspaceCollector reports metrics of every open workspace for which
+// read returns true, read's values in metrics' order.
+type workspaceCollector struct {
+	wss   *workspaces
+	descs []*prometheus.Desc
+	kinds []prometheus.ValueType
+	read  func(*Workspace) ([]float64, bool)
+}
+
+func newWorkspaceCollector(wss *workspaces, metrics []workspaceMetric, read func(*Workspace) ([]float64, bool)) *workspaceCollector {
+	c := &workspaceCollector{wss: wss, read: read}
+	for _, m := range metrics {
+		c.descs = append(c.descs, prometheus.NewDesc(m.name, m.help, []string{"workspace"}, nil))
+		c.kinds = append(c.kinds, m.kind)
+	}
+	return c
+}
+
+func (c *workspaceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c *workspaceCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, ws := range c.wss.list() {
+		values, ok := c.read(ws)
+		if !ok {
+			continue
+		}
+		for i, v := range values {
+			ch <- prometheus.MustNewConstMetric(c.descs[i], c.kinds[i], v, ws.Name)
+		}
+	}
+}
+
+// newExtractMetrics reports the extraction queues of every open workspace.
+func newExtractMetrics(wss *workspaces) *workspaceCollector {
+	return newWorkspaceCollector(wss, []workspaceMetric{
+		{"loom_extract_queue_depth", "Sessions waiting for extraction (one queue entry per session).", prometheus.GaugeValue},
+		{"loom_extract_coalesced_total", "Extraction jobs folded into one already queued for the same session.", prometheus.CounterValue},
+		{"loom_extract_dropped_total", "Extraction jobs thrown away (always 0: a full queue waits).", prometheus.CounterValue},
+		{"loom_extract_failed_total", "Extraction jobs that failed.", prometheus.CounterValue},
+		{"loom_extract_done_total", "Extraction jobs finished.", prometheus.CounterValue},
+	}, func(ws *Workspace) ([]float64, bool) {
+		ws.mu.Lock()
+		e := ws.engine
+		ws.mu.Unlock()
+		if e == nil || e.Extract == nil {
+			return nil, false
+		}
+		st := e.Extract.Stats()
+		return []float64{float64(st.Queued), float64(st.Coalesced), float64(st.Dropped), float64(st.Failed), float64(st.Done)}, true
+	})
+}
+
+// newEmbeddingMetrics reports the embedding worker of every open
+// workspace that has one (loom.yaml's memory.embeddings), so that an
+// endpoint that keeps failing shows outside the turns it slows to
+// words-only recall.
+func newEmbeddingMetrics(wss *workspaces) *workspaceCollector {
+	return newWorkspaceCollector(wss, []workspaceMetric{
+		{"loom_embedding_embedded_total", "Memories given a vector by the embedding worker.", prometheus.CounterValue},
+		{"loom_embedding_failures_total", "Batches the embedding endpoint failed (each tried again later).", prometheus.CounterValue},
+		{"loom_embedding_skipped_total", "Memories passed over after failing alone; the next sweep tries them again.", prometheus.CounterValue},
+		{"loom_embedding_failing", "1 while the embedding worker's last call failed, else 0.", prometheus.GaugeValue},
+	}, func(ws *Workspace) ([]float64, bool) {
+		st, ok := ws.Builder.EmbeddingStats()
+		if !ok {
+			return nil, false
+		}
+		failing := 0.0
+		if st.LastError != nil {
+			failing = 1
+		}
+		return []float64{float64(st.Embedded), float64(st.Failures), float64(st.Skipped), failing}, true
+	})
+}

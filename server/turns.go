@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/fit"
 	"github.com/loomctx/loom/llm"
@@ -486,91 +484,4 @@ func (s *sseWriter) problem(r *http.Request, p *Problem) {
 	out.Title = http.StatusText(out.Status)
 	out.Instance, out.RequestID = r.URL.Path, requestID(r)
 	s.event("error", out)
-}
-
-// embeddingMetrics reports the embedding worker of every open workspace
-// that has one (loom.yaml's memory.embeddings), so that an endpoint that
-// keeps failing shows outside the turns it slows to words-only recall.
-type embeddingMetrics struct {
-	wss                         *workspaces
-	embedded, failures, skipped *prometheus.Desc
-	failing                     *prometheus.Desc
-}
-
-func newEmbeddingMetrics(wss *workspaces) *embeddingMetrics {
-	return &embeddingMetrics{wss: wss,
-		embedded: prometheus.NewDesc("loom_embedding_embedded_total", "Memories given a vector by the embedding worker.", []string{"workspace"}, nil),
-		failures: prometheus.NewDesc("loom_embedding_failures_total", "Batches the embedding endpoint failed (each tried again later).", []string{"workspace"}, nil),
-		skipped:  prometheus.NewDesc("loom_embedding_skipped_total", "Memories passed over after failing alone; the next sweep tries them again.", []string{"workspace"}, nil),
-		failing:  prometheus.NewDesc("loom_embedding_failing", "1 while the embedding worker's last call failed, else 0.", []string{"workspace"}, nil),
-	}
-}
-
-func (m *embeddingMetrics) Describe(ch chan<- *prometheus.Desc) {
-	ch <- m.embedded
-	ch <- m.failures
-	ch <- m.skipped
-	ch <- m.failing
-}
-
-func (m *embeddingMetrics) Collect(ch chan<- prometheus.Metric) {
-	for _, ws := range m.wss.list() {
-		st, ok := ws.Builder.EmbeddingStats()
-		if !ok {
-			continue
-		}
-		failing := 0.0
-		if st.LastError != nil {
-			failing = 1
-		}
-		ch <- prometheus.MustNewConstMetric(m.embedded, prometheus.CounterValue, float64(st.Embedded), ws.Name)
-		ch <- prometheus.MustNewConstMetric(m.failures, prometheus.CounterValue, float64(st.Failures), ws.Name)
-		ch <- prometheus.MustNewConstMetric(m.skipped, prometheus.CounterValue, float64(st.Skipped), ws.Name)
-		ch <- prometheus.MustNewConstMetric(m.failing, prometheus.GaugeValue, failing, ws.Name)
-	}
-}
-
-// extractMetrics reports the extraction queues of every open workspace.
-type extractMetrics struct {
-	wss       *workspaces
-	depth     *prometheus.Desc
-	coalesced *prometheus.Desc
-	dropped   *prometheus.Desc
-	failed    *prometheus.Desc
-	finished  *prometheus.Desc
-}
-
-func newExtractMetrics(wss *workspaces) *extractMetrics {
-	return &extractMetrics{wss: wss,
-		depth:     prometheus.NewDesc("loom_extract_queue_depth", "Sessions waiting for extraction (one queue entry per session).", []string{"workspace"}, nil),
-		coalesced: prometheus.NewDesc("loom_extract_coalesced_total", "Extraction jobs folded into one already queued for the same session.", []string{"workspace"}, nil),
-		dropped:   prometheus.NewDesc("loom_extract_dropped_total", "Extraction jobs thrown away (always 0: a full queue waits).", []string{"workspace"}, nil),
-		failed:    prometheus.NewDesc("loom_extract_failed_total", "Extraction jobs that failed.", []string{"workspace"}, nil),
-		finished:  prometheus.NewDesc("loom_extract_done_total", "Extraction jobs finished.", []string{"workspace"}, nil),
-	}
-}
-
-func (m *extractMetrics) Describe(ch chan<- *prometheus.Desc) {
-	ch <- m.depth
-	ch <- m.coalesced
-	ch <- m.dropped
-	ch <- m.failed
-	ch <- m.finished
-}
-
-func (m *extractMetrics) Collect(ch chan<- prometheus.Metric) {
-	for _, ws := range m.wss.list() {
-		ws.mu.Lock()
-		e := ws.engine
-		ws.mu.Unlock()
-		if e == nil || e.Extract == nil {
-			continue
-		}
-		st := e.Extract.Stats()
-		ch <- prometheus.MustNewConstMetric(m.depth, prometheus.GaugeValue, float64(st.Queued), ws.Name)
-		ch <- prometheus.MustNewConstMetric(m.coalesced, prometheus.CounterValue, float64(st.Coalesced), ws.Name)
-		ch <- prometheus.MustNewConstMetric(m.dropped, prometheus.CounterValue, float64(st.Dropped), ws.Name)
-		ch <- prometheus.MustNewConstMetric(m.failed, prometheus.CounterValue, float64(st.Failed), ws.Name)
-		ch <- prometheus.MustNewConstMetric(m.finished, prometheus.CounterValue, float64(st.Done), ws.Name)
-	}
 }
