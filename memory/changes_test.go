@@ -76,48 +76,42 @@ func TestReadFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	store, err := Open(root)
-	if err != nil {
-		t.Fatal(err)
+	// touch opens the database, adds a memory of content (or, with "",
+	// only lists them) and closes it.
+	touch := func(content string) {
+		t.Helper()
+		s, err := Open(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if content == "" {
+			_, err = s.List(context.Background(), Query{})
+		} else {
+			_, err = s.Add(context.Background(), NewMemory{Category: "personal_fact", Content: content})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := store.Add(context.Background(), NewMemory{Category: "personal_fact", Content: "Likes tea."}); err != nil {
-		t.Fatal(err)
-	}
-	store.Close()
+	touch("Likes tea.")
 	db := DatabaseOf(ws)
 	if db != DBPath(root) {
 		t.Fatalf("DatabaseOf = %q, want %q", db, DBPath(root))
 	}
 	f := NewReadFilter(ws)
-	read := func() {
-		s, err := OpenSQLite(db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.List(context.Background(), Query{}); err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
-	}
-	read()
+	touch("")
 	if !f.OnlyRead([]string{db + "-wal", db + "-shm"}) {
 		t.Error("a read's side files were let through")
 	}
 	if f.OnlyRead([]string{db + "-wal", filepath.Join(root, "AGENTS.md")}) {
 		t.Error("a change that names another file was stopped")
 	}
-	s, err := OpenSQLite(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Add(context.Background(), NewMemory{Category: "personal_fact", Content: "Drives a van."}); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	touch("Drives a van.")
 	if f.OnlyRead([]string{db, db + "-wal"}) {
 		t.Error("a write was stopped")
 	}
-	read()
+	touch("")
 	if !f.OnlyRead([]string{db + "-wal"}) {
 		t.Error("a read after the write was let through")
 	}
