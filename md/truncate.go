@@ -16,15 +16,47 @@ type cutInfo struct {
 // never inside a fenced code block, so no UTF-8 sequence is ever split, and it
 // ends the text with a marker line saying what was cut from source. When not
 // even the marker fits, the marker alone is returned.
+//
+// It keeps the longest prefix, ending at one of those cuts, whose summed line
+// counts fit, or the next shorter one, until the exact count of the prefix
+// and its marker fits. cutLinesReference in the tests is the same rule
+// written plainly; they must agree on every text.
 func cutLines(text string, limit int, c Counter, source string) (string, cutInfo) {
 	total := c.Count(text)
-	lines := strings.SplitAfter(text, "\n")
-	// Candidate cut points: after line i, where no fence is open.
-	safe := make([]int, 0, len(lines)) // byte offsets
-	costs := make([]int, 0, len(lines))
+	cuts, sums := lineCuts(text, limit, c)
+	i := len(cuts) - 1
+	for i >= 0 && sums[i] > limit {
+		i--
+	}
+	for ; i >= 0; i-- {
+		keep := text[:cuts[i]]
+		kept := c.Count(keep)
+		out := keep
+		if !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		mark := cutMarker(text[cuts[i]:], total-kept, source)
+		if joinedCount(c, out, mark, len(out) == len(keep), kept) <= limit {
+			return out + mark, cutInfo{Lines: countLines(text[cuts[i]:]), Tokens: total - kept, KeptLines: countLines(keep)}
+		}
+	}
+	return cutMarker(text, total, source), cutInfo{Lines: countLines(text), Tokens: total}
+}
+
+// lineCuts returns where text may be cut (after a line, outside a fenced
+// block) as byte offsets, each with the summed counts of the lines before
+// it. It stops at the first cut whose sum is over limit: the sums only
+// grow, so no later cut is ever kept, and counting the rest of a long
+// text would be wasted.
+func lineCuts(text string, limit int, c Counter) (cuts, sums []int) {
 	inFence, fence := false, ""
 	offset, running := 0, 0
-	for _, ln := range lines {
+	for rest := text; rest != ""; {
+		ln := rest
+		if k := strings.IndexByte(rest, '\n'); k >= 0 {
+			ln = rest[:k+1]
+		}
+		rest = rest[len(ln):]
 		trimmed := strings.TrimLeft(ln, " ")
 		if f := fenceOf(trimmed); f != "" {
 			switch {
@@ -37,32 +69,31 @@ func cutLines(text string, limit int, c Counter, source string) (string, cutInfo
 		offset += len(ln)
 		running += c.Count(ln)
 		if !inFence {
-			safe = append(safe, offset)
-			costs = append(costs, running)
+			cuts = append(cuts, offset)
+			sums = append(sums, running)
+			if running > limit {
+				break
+			}
 		}
 	}
-	marker := func(keptBytes int) string {
-		return "[… " + strconv.Itoa(countLines(text[keptBytes:])) + " more lines (" +
-			strconv.Itoa(total-c.Count(text[:keptBytes])) + " tokens) cut from " + source + "]"
+	return cuts, sums
+}
+
+// cutMarker is the line that ends a cut text: how many lines (of rest) and
+// tokens were cut, and from where.
+func cutMarker(rest string, tokens int, source string) string {
+	return "[… " + strconv.Itoa(countLines(rest)) + " more lines (" + strconv.Itoa(tokens) + " tokens) cut from " + source + "]"
+}
+
+// joinedCount is c.Count(head + tail). When the counter's counts add up
+// where they meet (tail starts a line: see [Additive]) and head's count is
+// known (headKnown, headTokens), only tail is counted.
+func joinedCount(c Counter, head, tail string, headKnown bool, headTokens int) int {
+	joined := head + tail
+	if add, ok := c.(Additive); ok && headKnown && add.AddsAt(joined, len(head)) {
+		return headTokens + c.Count(tail)
 	}
-	// Walk back from the longest prefix whose summed line costs fit, and
-	// confirm with an exact count, which can differ at the joins.
-	i := len(safe) - 1
-	for i >= 0 && costs[i] > limit {
-		i--
-	}
-	for ; i >= 0; i-- {
-		keep := text[:safe[i]]
-		out := keep
-		if !strings.HasSuffix(out, "\n") {
-			out += "\n"
-		}
-		out += marker(safe[i])
-		if c.Count(out) <= limit {
-			return out, cutInfo{Lines: countLines(text[safe[i]:]), Tokens: total - c.Count(keep), KeptLines: countLines(keep)}
-		}
-	}
-	return marker(0), cutInfo{Lines: countLines(text), Tokens: total}
+	return c.Count(joined)
 }
 
 // fenceOf returns the fence a line opens or closes (``` or ~~~, at least
