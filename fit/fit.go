@@ -498,14 +498,14 @@ func MessageTokens(c messages.Counter, m messages.Message) int {
 	} else {
 		n += count(c, m.Content.Text)
 	}
-	if m.Name != "" {
-		n += PerName + count(c, m.Name)
+	if m.Name() != "" {
+		n += PerName + count(c, m.Name())
 	}
-	n += count(c, m.ToolCallID)
+	n += count(c, m.ToolCallID())
 	for _, tc := range m.ToolCalls {
 		n += count(c, tc.ID) + count(c, tc.Function.Name) + count(c, tc.Function.Arguments)
 	}
-	return n + count(c, m.Reasoning)
+	return n + count(c, m.Reasoning())
 }
 
 // Tokens is what a request of msgs costs with tool definitions of tools

@@ -33,7 +33,7 @@ func FuzzFit(f *testing.F) {
 				id := fmt.Sprintf("call_%d", i)
 				msgs = append(msgs,
 					messages.Message{Role: messages.RoleAssistant, ToolCalls: []messages.ToolCall{messages.NewToolCall(id, "f", `{}`)}},
-					messages.Message{Role: messages.RoleTool, ToolCallID: id, Content: messages.TextContent(fittest.Filler(i, words))})
+					messages.Message{Role: messages.RoleTool, Content: messages.TextContent(fittest.Filler(i, words))}.WithToolCallID(id))
 			case 3:
 				msgs = append(msgs, messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(fittest.Filler(i, words))})
 			}

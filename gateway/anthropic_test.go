@@ -390,7 +390,7 @@ func TestAnthropicStream(t *testing.T) {
 		t.Fatalf("usage %v", usage)
 	}
 	hist := sessionMessages(t, e, "as-1")
-	if len(hist.Messages) != 2 || hist.Messages[1].Content.Text != "Hello <Ann>" || len(hist.Messages[1].ToolCalls) != 1 || hist.Messages[1].Extra != nil {
+	if len(hist.Messages) != 2 || hist.Messages[1].Content.Text != "Hello <Ann>" || len(hist.Messages[1].ToolCalls) != 1 || hist.Messages[1].Extra() != nil {
 		t.Fatalf("saved: %+v", hist.Messages)
 	}
 }
@@ -473,7 +473,7 @@ func TestAnthropicFaults(t *testing.T) {
 		t.Fatalf("cut stream: %d %s", res.StatusCode, body)
 	}
 	hist := sessionMessages(t, e, "cut-a")
-	if len(hist.Messages) != 2 || hist.Messages[1].Content.Text != "half a" || hist.Messages[1].Extra["loom_cut"] == nil {
+	if len(hist.Messages) != 2 || hist.Messages[1].Content.Text != "half a" || hist.Messages[1].Extra()["loom_cut"] == nil {
 		t.Fatalf("saved: %+v", hist.Messages)
 	}
 	// The upstream goes away: 502 naming it, never the key.
@@ -512,7 +512,7 @@ func TestAnthropicClientDisconnect(t *testing.T) {
 		t.Fatalf("saved %d messages", len(hist.Messages))
 	}
 	reply := hist.Messages[1]
-	if reply.Extra["loom_cut"] == nil || !strings.HasPrefix(reply.Content.Text, "one") || strings.Contains(reply.Content.Text, "eight") {
+	if reply.Extra()["loom_cut"] == nil || !strings.HasPrefix(reply.Content.Text, "one") || strings.Contains(reply.Content.Text, "eight") {
 		t.Fatalf("cut reply saved as %+v", reply)
 	}
 }

@@ -248,7 +248,7 @@ func responsesInput(hist []messages.Message) []any {
 	for _, m := range hist {
 		switch {
 		case m.Role == messages.RoleTool:
-			items = append(items, map[string]any{"type": "function_call_output", "call_id": m.ToolCallID, "output": m.Content.Text})
+			items = append(items, map[string]any{"type": "function_call_output", "call_id": m.ToolCallID(), "output": m.Content.Text})
 		case len(m.ToolCalls) > 0:
 			for _, tc := range m.ToolCalls {
 				items = append(items, map[string]any{"type": "function_call", "call_id": tc.ID, "name": tc.Function.Name, "arguments": tc.Function.Arguments})
@@ -267,7 +267,7 @@ func anthropicMessages(hist []messages.Message) []any {
 	for _, m := range hist {
 		switch {
 		case m.Role == messages.RoleTool:
-			out = append(out, map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": m.ToolCallID, "content": m.Content.Text}}})
+			out = append(out, map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": m.ToolCallID(), "content": m.Content.Text}}})
 		case len(m.ToolCalls) > 0:
 			var blocks []any
 			for _, tc := range m.ToolCalls {

@@ -179,7 +179,7 @@ func TestStreamingRelayedChunkByChunk(t *testing.T) {
 		t.Fatalf("stream not relayed byte for byte:\n%s", first+string(rest))
 	}
 	hist := sessionMessages(t, e, "stream-1")
-	if len(hist.Messages) != 2 || hist.Messages[1].Content.Text != "Hello Ann" || hist.Messages[1].Extra != nil {
+	if len(hist.Messages) != 2 || hist.Messages[1].Content.Text != "Hello Ann" || hist.Messages[1].Extra() != nil {
 		t.Fatalf("saved: %+v", hist.Messages)
 	}
 }
@@ -328,7 +328,7 @@ func TestClientDisconnectSavesCut(t *testing.T) {
 		t.Fatalf("saved %d messages", len(hist.Messages))
 	}
 	reply := hist.Messages[1]
-	if _, cut := reply.Extra["loom_cut"]; !cut || !strings.HasPrefix(reply.Content.Text, "one") || strings.Contains(reply.Content.Text, "ten") {
+	if _, cut := reply.Extra()["loom_cut"]; !cut || !strings.HasPrefix(reply.Content.Text, "one") || strings.Contains(reply.Content.Text, "ten") {
 		t.Fatalf("cut reply saved as %+v", reply)
 	}
 }

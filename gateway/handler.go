@@ -217,7 +217,7 @@ func decode(r *http.Request, body []byte) (*request, error) {
 			default:
 				return nil, ferr(fmt.Sprintf("messages[%d].role", i), "%q is not one of system, developer, user, assistant, tool", m.Role)
 			}
-			if m.Role == messages.RoleTool && m.ToolCallID == "" {
+			if m.Role == messages.RoleTool && m.ToolCallID() == "" {
 				return nil, ferr(fmt.Sprintf("messages[%d].tool_call_id", i), "a tool message needs tool_call_id")
 			}
 			continue

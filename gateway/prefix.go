@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/loomctx/loom/config"
 	"github.com/loomctx/loom/messages"
@@ -173,7 +174,8 @@ func (e *sysEntry) completeReport(r *messages.Report, history []messages.Message
 	var err error
 	for _, m := range history[:r.Prefix.Messages] {
 		// The prefix hashes the chat form: no timestamp, no extra keys.
-		m.Time, m.Extra = messages.Message{}.Time, nil
+		m = m.WithExtra(nil)
+		m.Time = time.Time{}
 		if line, err = messages.AppendJSONL(line[:0], m); err != nil {
 			return err
 		}

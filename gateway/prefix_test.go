@@ -37,7 +37,7 @@ func TestPrefixReportMatchesBuild(t *testing.T) {
 		"tools": {
 			{Role: messages.RoleUser, Content: messages.TextContent("weather?"), Time: at},
 			{Role: messages.RoleAssistant, ToolCalls: []messages.ToolCall{messages.NewToolCall("c1", "weather", `{"city":"Oslo"}`)}},
-			{Role: messages.RoleTool, ToolCallID: "c1", Content: messages.TextContent(`{"t":21}`), Extra: map[string]json.RawMessage{"x": json.RawMessage(`1`)}},
+			messages.Message{Role: messages.RoleTool, Content: messages.TextContent(`{"t":21}`)}.WithToolCallID("c1").WithExtra(map[string]json.RawMessage{"x": json.RawMessage(`1`)}),
 			{Role: messages.RoleAssistant, Content: messages.TextContent("21 degrees")},
 		},
 		"merged": {

@@ -260,7 +260,7 @@ func (g *Gateway) findResponse(ctx context.Context, ws *server.Workspace, id str
 	want, _ := json.Marshal(respID)
 	start := -1
 	for i, m := range sess.Messages {
-		if v, ok := m.Extra[turnKey]; ok {
+		if v, ok := m.Extra()[turnKey]; ok {
 			if start >= 0 {
 				return newStored(sess.Messages[:i], start), nil
 			}

@@ -251,7 +251,7 @@ func TestReplyBoundedByMaxReplyBytes(t *testing.T) {
 		}
 		reply := hist.Messages[1]
 		var reason string
-		json.Unmarshal(reply.Extra["loom_cut"], &reason)
+		json.Unmarshal(reply.Extra()["loom_cut"], &reason)
 		if len(reply.Content.Text) != limit || strings.Trim(reply.Content.Text, "x") != "" || !strings.Contains(reason, "max_reply_bytes") {
 			t.Fatalf("saved %d bytes, cut %q", len(reply.Content.Text), reason)
 		}
@@ -265,8 +265,8 @@ func TestReplyBoundedByMaxReplyBytes(t *testing.T) {
 		t.Fatalf("whole reply under the body bound not relayed as sent: %d", res.StatusCode)
 	}
 	hist := sessionMessagesN(t, e, "long-w", 2)
-	if reply := hist.Messages[1]; len(reply.Content.Text) != limit || reply.Extra["loom_cut"] == nil {
-		t.Fatalf("saved %d bytes of a whole reply, cut %s", len(reply.Content.Text), reply.Extra["loom_cut"])
+	if reply := hist.Messages[1]; len(reply.Content.Text) != limit || reply.Extra()["loom_cut"] == nil {
+		t.Fatalf("saved %d bytes of a whole reply, cut %s", len(reply.Content.Text), reply.Extra()["loom_cut"])
 	}
 
 	// Past the bound for a whole reply (4 times the limit and 1 MiB) the

@@ -52,10 +52,10 @@ func appendWireMessage(dst []byte, m messages.Message) ([]byte, error) {
 // plainWire reports whether m's OpenAI form is its chat form: text
 // content, no reasoning, and only the fields its role carries there.
 func plainWire(m messages.Message) bool {
-	if m.Content.IsList() || m.Reasoning != "" {
+	if m.Content.IsList() || m.Reasoning() != "" {
 		return false
 	}
-	if _, ok := m.Extra["reasoning_content"]; ok {
+	if _, ok := m.Extra()["reasoning_content"]; ok {
 		return false
 	}
 	for _, tc := range m.ToolCalls {
@@ -65,11 +65,11 @@ func plainWire(m messages.Message) bool {
 	}
 	switch m.Role {
 	case messages.RoleUser:
-		return len(m.ToolCalls) == 0 && m.ToolCallID == ""
+		return len(m.ToolCalls) == 0 && m.ToolCallID() == ""
 	case messages.RoleAssistant:
-		return m.ToolCallID == ""
+		return m.ToolCallID() == ""
 	case messages.RoleTool:
-		return len(m.ToolCalls) == 0 && m.Name == ""
+		return len(m.ToolCalls) == 0 && m.Name() == ""
 	}
 	return false
 }

@@ -52,8 +52,8 @@ func TestWireAgreesWithOpenAIEncoder(t *testing.T) {
 						for _, id := range []string{"", "c1"} {
 							for _, reasoning := range []string{"", "because"} {
 								for _, list := range []bool{false, true} {
-									m := messages.Message{Role: role, Content: messages.TextContent(text), ToolCalls: tc, ToolCallID: id,
-										Name: name, Reasoning: reasoning, Extra: extra, Time: at}
+									m := messages.Message{Role: role, Content: messages.TextContent(text), ToolCalls: tc, Time: at}.
+										WithToolCallID(id).WithName(name).WithReasoning(reasoning).WithExtra(extra)
 									if list {
 										m.Content = messages.Content{Parts: []messages.Part{{Type: messages.PartText, Text: text}}}
 									}

@@ -49,7 +49,7 @@ func TestOpenAICompleteRequest(t *testing.T) {
 		Messages: []messages.Message{
 			{Role: "user", Content: messages.TextContent("hi")},
 			{Role: "assistant", ToolCalls: []messages.ToolCall{messages.NewToolCall("t1", "save", `{"x":"0"}`)}},
-			{Role: "tool", ToolCallID: "t1", Content: messages.TextContent("done")},
+			messages.Message{Role: "tool", Content: messages.TextContent("done")}.WithToolCallID("t1"),
 			{Role: "user", Content: messages.TextContent("again")},
 		},
 		Tools:       []llm.Tool{saveTool},
@@ -298,7 +298,7 @@ func TestAnthropicRequest(t *testing.T) {
 		Messages: []messages.Message{
 			{Role: "user", Content: messages.TextContent("hi")},
 			{Role: "assistant", Content: messages.TextContent("saving"), ToolCalls: []messages.ToolCall{messages.NewToolCall("t1", "save", `{"x":"0"}`)}},
-			{Role: "tool", ToolCallID: "t1", Content: messages.TextContent("done")},
+			messages.Message{Role: "tool", Content: messages.TextContent("done")}.WithToolCallID("t1"),
 			{Role: "user", Content: messages.TextContent("again")},
 		},
 		Tools:      []llm.Tool{saveTool},

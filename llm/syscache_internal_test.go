@@ -36,7 +36,7 @@ func TestKeptSystemEncodingMatchesPlain(t *testing.T) {
 		{{Role: messages.RoleUser, Content: messages.TextContent(`hi ,"system":[ <x>`)}},
 		{{Role: messages.RoleUser, Content: messages.TextContent("q")},
 			{Role: messages.RoleAssistant, ToolCalls: []messages.ToolCall{messages.NewToolCall("c1", "read", `{"path":"a"}`)}},
-			{Role: messages.RoleTool, ToolCallID: "c1", Content: messages.TextContent("text")}},
+			messages.Message{Role: messages.RoleTool, Content: messages.TextContent("text")}.WithToolCallID("c1")},
 	}
 	var reqs []Request
 	for _, sys := range systems {

@@ -60,9 +60,8 @@ func TestOpenAIPassThrough(t *testing.T) {
 	s := llmtest.New(t, llmtest.OpenAI)
 	c := s.Client(t, nil)
 	req := llm.Request{
-		Messages: []messages.Message{{Role: messages.RoleUser, Content: messages.TextContent("hi"),
-			Extra: map[string]json.RawMessage{"cache_control": json.RawMessage(`{"type":"ephemeral"}`)}}},
-		Extra: map[string]json.RawMessage{"seed": json.RawMessage("7"), "user": json.RawMessage(`"u1"`), "model": json.RawMessage(`"evil"`)},
+		Messages: []messages.Message{messages.Message{Role: messages.RoleUser, Content: messages.TextContent("hi")}.WithExtra(map[string]json.RawMessage{"cache_control": json.RawMessage(`{"type":"ephemeral"}`)})},
+		Extra:    map[string]json.RawMessage{"seed": json.RawMessage("7"), "user": json.RawMessage(`"u1"`), "model": json.RawMessage(`"evil"`)},
 	}
 	for _, keep := range []bool{false, true} {
 		req.KeepMessageExtra = keep

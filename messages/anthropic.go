@@ -165,7 +165,7 @@ func anthropicBlocks(m Message) ([]AnthropicBlock, error) {
 			blocks = append(blocks, AnthropicBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(args)})
 		}
 	case RoleTool:
-		res := AnthropicBlock{Type: "tool_result", ToolUseID: m.ToolCallID}
+		res := AnthropicBlock{Type: "tool_result", ToolUseID: m.ToolCallID()}
 		for _, p := range contentParts(m.Content) {
 			switch {
 			case p.Type == PartImage:
@@ -187,7 +187,7 @@ func anthropicBlocks(m Message) ([]AnthropicBlock, error) {
 // sent back (unsigned, empty, of another type) and a value that is not
 // such a list are left out.
 func AnthropicThinking(m Message) []AnthropicBlock {
-	raw, ok := m.Extra[AnthropicThinkingKey]
+	raw, ok := m.Extra()[AnthropicThinkingKey]
 	if !ok {
 		return nil
 	}

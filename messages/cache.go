@@ -117,7 +117,7 @@ func countMessage(c Counter, m Message) int {
 	for _, tc := range m.ToolCalls {
 		n += c.Count(tc.Function.Name) + c.Count(tc.Function.Arguments)
 	}
-	return n + c.Count(m.Reasoning)
+	return n + c.Count(m.Reasoning())
 }
 
 // systemPart is what a report takes from the system prompt alone: the

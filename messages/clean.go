@@ -160,7 +160,7 @@ func pairTools(msgs []Message, rep *CleanReport) []Message {
 		results := msgs[i+1 : j]
 		answered := make(map[string]bool, len(results))
 		for _, r := range results {
-			answered[r.ToolCallID] = true
+			answered[r.ToolCallID()] = true
 		}
 		calls := m.ToolCalls[:0:0]
 		called := make(map[string]bool, len(m.ToolCalls))
@@ -182,9 +182,9 @@ func pairTools(msgs []Message, rep *CleanReport) []Message {
 			out = append(out, m)
 		}
 		for _, r := range results {
-			if called[r.ToolCallID] {
+			if called[r.ToolCallID()] {
 				out = append(out, r)
-				delete(called, r.ToolCallID) // a second result for one call is an orphan
+				delete(called, r.ToolCallID()) // a second result for one call is an orphan
 			} else {
 				rep.OrphanResults++
 			}

@@ -24,7 +24,7 @@ func call(id string) ToolCall {
 	return ToolCall{ID: id, Type: "function", Function: FunctionCall{Name: "read", Arguments: `{"path":"a"}`}}
 }
 func result(id, s string) Message {
-	return Message{Role: RoleTool, ToolCallID: id, Name: "read", Content: TextContent(s)}
+	return Message{Role: RoleTool, Content: TextContent(s)}.WithToolCallID(id).WithName("read")
 }
 
 func TestClean(t *testing.T) {
@@ -33,7 +33,7 @@ func TestClean(t *testing.T) {
 		result("old", "orphan from a cut window"),
 		assistant("leading assistant"),
 		user("hello\n\n" + block),
-		{Role: RoleAssistant, ToolCalls: []ToolCall{call("c1"), call("c2")}, Reasoning: "r"},
+		Message{Role: RoleAssistant, ToolCalls: []ToolCall{call("c1"), call("c2")}}.WithReasoning("r"),
 		result("c1", strings.Repeat("é", 100)),
 		result("zz", "answers nothing"),
 		assistant(""),
@@ -48,7 +48,7 @@ func TestClean(t *testing.T) {
 	got, rep := Clean(in, CleanOptions{MaxToolChars: 60})
 	want := []Message{
 		user("hello"),
-		{Role: RoleAssistant, ToolCalls: []ToolCall{call("c1")}, Reasoning: "r"},
+		Message{Role: RoleAssistant, ToolCalls: []ToolCall{call("c1")}}.WithReasoning("r"),
 		result("c1", strings.Repeat("é", 60-len("\n[… tool result cut by loom: 100 characters in all]")+2)+"\n[… tool result cut by loom: 100 characters in all]"),
 		{Role: RoleUser, Content: Content{Parts: []Part{{Type: PartText, Text: "[image]"}, {Type: PartText, Text: "what is it?"}}}},
 		assistant("done"),

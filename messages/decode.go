@@ -23,6 +23,7 @@ func decodeFast(data []byte) (m Message, ok bool) {
 		return Message{}, false
 	}
 	var seen uint8 // the known keys met, one bit each: a repeat goes the slow way
+	var r rare     // m's rare fields, pointed at once at the end
 	mark := func(bit uint8) bool {
 		if seen&bit != 0 {
 			return false
@@ -47,11 +48,11 @@ func decodeFast(data []byte) (m Message, ok bool) {
 			raw := data[start:p.Pos()]
 			switch string(key) {
 			case "role":
-				s, ok := stringValue(raw)
+				s, ok := roleValue(raw)
 				if !ok || !mark(1) {
 					return Message{}, false
 				}
-				m.Role = Role(s)
+				m.Role = s
 			case "content":
 				if !mark(2) {
 					return Message{}, false
@@ -80,11 +81,11 @@ func decodeFast(data []byte) (m Message, ok bool) {
 				}
 				switch key[0] {
 				case 't':
-					ok, m.ToolCallID = mark(8), s
+					ok, r.toolCallID = mark(8), s
 				case 'n':
-					ok, m.Name = mark(16), s
+					ok, r.name = mark(16), s
 				default:
-					ok, m.Reasoning = mark(32), s
+					ok, r.reasoning = mark(32), s
 				}
 				if !ok {
 					return Message{}, false
@@ -99,13 +100,13 @@ func decodeFast(data []byte) (m Message, ok bool) {
 						break
 					}
 				}
-				if _, dup := m.Extra[string(key)]; dup || !json.Valid(raw) {
+				if _, dup := r.extra[string(key)]; dup || !json.Valid(raw) {
 					return Message{}, false
 				}
-				if m.Extra == nil {
-					m.Extra = make(map[string]json.RawMessage)
+				if r.extra == nil {
+					r.extra = make(map[string]json.RawMessage)
 				}
-				m.Extra[string(key)] = append(json.RawMessage(nil), raw...)
+				r.extra[string(key)] = append(json.RawMessage(nil), raw...)
 			}
 			p.WS()
 			if p.Eat(',') {
@@ -124,7 +125,20 @@ func decodeFast(data []byte) (m Message, ok bool) {
 	if checkToolCalls(m.ToolCalls) != nil {
 		return Message{}, false
 	}
+	m.setRare(r)
 	return m, true
+}
+
+// roleValue is stringValue for a role: a known role is its constant,
+// with no string allocated for it (see InternRole).
+func roleValue(raw []byte) (Role, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		if r, ok := knownRole(raw[1 : len(raw)-1]); ok {
+			return r, true
+		}
+	}
+	s, ok := stringValue(raw)
+	return Role(s), ok
 }
 
 // stringValue reads a JSON string or null (as ""). ok is false for any

@@ -21,7 +21,7 @@ func appendMessage(dst []byte, m Message) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.Time.IsZero() && len(m.Extra) == 0 {
+	if m.Time.IsZero() && len(m.Extra()) == 0 {
 		return dst, nil
 	}
 	if !m.Time.IsZero() {
@@ -31,10 +31,10 @@ func appendMessage(dst []byte, m Message) ([]byte, error) {
 		dst = append(dst, `"}`...)
 	}
 	skip := knownKeys
-	if m.Time.IsZero() && m.Extra["timestamp"] != nil {
+	if m.Time.IsZero() && m.Extra()["timestamp"] != nil {
 		skip = knownKeysButTime
 	}
-	return appendExtra(dst, m.Extra, skip)
+	return appendExtra(dst, m.Extra(), skip)
 }
 
 // appendChat writes the chat part of m's JSON form, what a provider is
@@ -76,9 +76,9 @@ func appendChat(dst []byte, m Message) ([]byte, error) {
 		dst = appendToolCalls(dst, m.ToolCalls)
 	}
 	for _, f := range [...]struct{ key, val string }{
-		{`,"tool_call_id":`, m.ToolCallID},
-		{`,"name":`, m.Name},
-		{`,"reasoning_content":`, m.Reasoning},
+		{`,"tool_call_id":`, m.ToolCallID()},
+		{`,"name":`, m.Name()},
+		{`,"reasoning_content":`, m.Reasoning()},
 	} {
 		if f.val != "" {
 			dst = append(dst, f.key...)

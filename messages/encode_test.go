@@ -20,7 +20,7 @@ type wireMessage struct {
 // must match byte for byte.
 func referenceJSON(t *testing.T, m Message) string {
 	t.Helper()
-	w := wireMessage{Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name, Reasoning: m.Reasoning}
+	w := wireMessage{Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID(), Name: m.Name(), Reasoning: m.Reasoning()}
 	var content any = m.Content.Text
 	switch {
 	case m.Content.Parts != nil:
@@ -55,10 +55,10 @@ func FuzzAppendMessage(f *testing.F) {
 	f.Add("", "é€𝄞", "c1", "")
 	f.Fuzz(func(t *testing.T, text, other, id, args string) {
 		for _, m := range []Message{
-			{Role: RoleUser, Content: TextContent(text), Name: other},
-			{Role: RoleAssistant, Content: TextContent(text), Reasoning: other, ToolCalls: []ToolCall{{ID: id, Type: "function", Function: FunctionCall{Name: other, Arguments: args}}}},
+			Message{Role: RoleUser, Content: TextContent(text)}.WithName(other),
+			Message{Role: RoleAssistant, Content: TextContent(text), ToolCalls: []ToolCall{{ID: id, Type: "function", Function: FunctionCall{Name: other, Arguments: args}}}}.WithReasoning(other),
 			{Role: RoleUser, Content: Content{Parts: []Part{{Type: PartText, Text: text}, {Type: PartImage, Image: &Image{URL: other}}, {Type: PartImage, Image: &Image{MIME: "image/png", Data: "QUJD"}}}}},
-			{Role: RoleTool, Content: Content{Parts: []Part{}}, ToolCallID: id},
+			Message{Role: RoleTool, Content: Content{Parts: []Part{}}}.WithToolCallID(id),
 		} {
 			got, err := appendMessage(nil, m)
 			if err != nil {
@@ -123,7 +123,7 @@ func TestMessageExtraRoundTrip(t *testing.T) {
 			t.Errorf("chat form %s", chat)
 		}
 	}
-	if m := (Message{Role: RoleUser, Extra: map[string]json.RawMessage{"x": json.RawMessage("{bad")}}); true {
+	if m := (Message{Role: RoleUser}.WithExtra(map[string]json.RawMessage{"x": json.RawMessage("{bad")})); true {
 		if _, err := m.MarshalJSON(); err == nil {
 			t.Error("invalid extra JSON written")
 		}
@@ -133,8 +133,7 @@ func TestMessageExtraRoundTrip(t *testing.T) {
 // A gateway's messages keep their extra keys in the OpenAI form when asked,
 // never in place of a key loom writes; by default they are left out.
 func TestOpenAIKeepExtra(t *testing.T) {
-	m := Message{Role: RoleUser, Content: TextContent("hi"), Time: fixedNow,
-		Extra: map[string]json.RawMessage{"cache_control": json.RawMessage(`{"type":"ephemeral"}`), "role": json.RawMessage(`"system"`)}}
+	m := Message{Role: RoleUser, Content: TextContent("hi"), Time: fixedNow}.WithExtra(map[string]json.RawMessage{"cache_control": json.RawMessage(`{"type":"ephemeral"}`), "role": json.RawMessage(`"system"`)})
 	for _, c := range []struct {
 		keep bool
 		want string

@@ -15,7 +15,7 @@ func sampleTurn(t *testing.T) *Result {
 	img := writeFile(t, t.TempDir(), "p.png", pngBytes(t))
 	hist := []Message{
 		user("list the files"),
-		{Role: RoleAssistant, Content: TextContent("Looking."), ToolCalls: []ToolCall{call("c1")}, Reasoning: "need ls"},
+		Message{Role: RoleAssistant, Content: TextContent("Looking."), ToolCalls: []ToolCall{call("c1")}}.WithReasoning("need ls"),
 		result("c1", "a.txt\nb.txt"),
 		assistant("Two files: a.txt and b.txt."),
 	}

@@ -539,7 +539,7 @@ func checkHistoryMessage(m Message) error {
 	switch m.Role {
 	case RoleUser, RoleAssistant:
 	case RoleTool:
-		if m.ToolCallID == "" {
+		if m.ToolCallID() == "" {
 			return errors.New("tool message has no tool_call_id")
 		}
 	default:

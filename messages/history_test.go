@@ -19,7 +19,7 @@ func TestReadHistoryJSONL(t *testing.T) {
 	if len(msgs) != 4 {
 		t.Fatalf("got %d messages, want 4", len(msgs))
 	}
-	if msgs[0].Content.Text != "hi" || msgs[1].Reasoning != "think" || msgs[1].ToolCalls[0].Function.Arguments != `{"p":1}` {
+	if msgs[0].Content.Text != "hi" || msgs[1].Reasoning() != "think" || msgs[1].ToolCalls[0].Function.Arguments != `{"p":1}` {
 		t.Errorf("fields lost: %+v %+v", msgs[0], msgs[1])
 	}
 	if p := msgs[3].Content.Parts[0]; p.Type != PartImage || p.Image.MIME != "image/png" || p.Image.Data != "AAAA" {

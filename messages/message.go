@@ -36,24 +36,168 @@ const (
 // history, sessions, a built turn and a model request alike. Its JSON form
 // is the OpenAI Chat Completions message, plus reasoning_content for the
 // reasoning text some providers return and want replayed, "timestamp" for
-// Time, and any other keys kept as they came in Extra.
+// Time, and any other keys kept as they came (see Extra).
+//
+// The fields few messages carry (a tool result's call id, a name,
+// reasoning text, the unmodelled keys) are read with methods (ToolCallID,
+// Name, Reasoning, Extra) and set with their With methods: they live behind
+// one pointer, so that a message is 112 bytes, not 160. A request or a
+// session holds messages by the ten thousand, and a short one's JSON is
+// some 32 bytes: the bigger struct alone made decoding a request of tiny
+// messages take five times its body.
 type Message struct {
-	Role       Role
-	Content    Content
-	ToolCalls  []ToolCall
-	ToolCallID string
-	Name       string
-	Reasoning  string
+	Role      Role
+	Content   Content
+	ToolCalls []ToolCall
 	// Time is when the message was said; zero when unknown. Its JSON key
 	// is "timestamp": RFC 3339 on write; a time without a zone (as nanobot
 	// writes it: its machine's local time) counts as UTC and is written
-	// back without a zone, as it came.
+	// back without a zone, as it came. It stays inline: a session's
+	// messages nearly all carry one.
 	Time time.Time
-	// Extra holds the JSON keys loom does not model, with their values as
-	// they came, so a message from nanobot, a gateway client or another
-	// tool is written back with them. The provider encoders leave them out
-	// unless asked (see OpenAIOptions.KeepExtra).
-	Extra map[string]json.RawMessage
+	// rare holds the fields few messages carry. It is nil when they are
+	// all empty, so that two messages with the same fields are equal
+	// (reflect.DeepEqual) however they were built, and it is shared by a
+	// message's copies, so it is never changed in place: the With methods
+	// make a new one.
+	rare *rare
+}
+
+// rare is the part of a Message few messages carry (see Message).
+type rare struct {
+	toolCallID string
+	name       string
+	reasoning  string
+	extra      map[string]json.RawMessage
+}
+
+func (r *rare) empty() bool {
+	return r.toolCallID == "" && r.name == "" && r.reasoning == "" && len(r.extra) == 0
+}
+
+// ToolCallID is the id of the tool call a tool message answers.
+func (m Message) ToolCallID() string {
+	if m.rare == nil {
+		return ""
+	}
+	return m.rare.toolCallID
+}
+
+// Name is the message's "name": the tool's name on a tool message, or a
+// participant's name.
+func (m Message) Name() string {
+	if m.rare == nil {
+		return ""
+	}
+	return m.rare.name
+}
+
+// Reasoning is the reasoning text an assistant message came with, which
+// some providers want replayed (JSON key "reasoning_content").
+func (m Message) Reasoning() string {
+	if m.rare == nil {
+		return ""
+	}
+	return m.rare.reasoning
+}
+
+// Extra holds the JSON keys loom does not model, with their values as
+// they came, so a message from nanobot, a gateway client or another tool
+// is written back with them; nil when there are none. The provider
+// encoders leave them out unless asked (see OpenAIOptions.KeepExtra). The
+// map is shared with the message's copies: read it, and set a changed
+// copy with WithExtra.
+func (m Message) Extra() map[string]json.RawMessage {
+	if m.rare == nil {
+		return nil
+	}
+	return m.rare.extra
+}
+
+// WithToolCallID is m with ToolCallID id; m and its copies are left as
+// they were.
+func (m Message) WithToolCallID(id string) Message {
+	r := m.rareCopy()
+	r.toolCallID = id
+	m.setRare(r)
+	return m
+}
+
+// WithName is m with Name name; m and its copies are left as they were.
+func (m Message) WithName(name string) Message {
+	r := m.rareCopy()
+	r.name = name
+	m.setRare(r)
+	return m
+}
+
+// WithReasoning is m with Reasoning text; m and its copies are left as
+// they were.
+func (m Message) WithReasoning(text string) Message {
+	r := m.rareCopy()
+	r.reasoning = text
+	m.setRare(r)
+	return m
+}
+
+// WithExtra is m with Extra extra, which it keeps (the caller does not
+// change the map afterwards); m and its copies are left as they were. An
+// empty map is kept as nil.
+func (m Message) WithExtra(extra map[string]json.RawMessage) Message {
+	r := m.rareCopy()
+	r.extra = extra
+	if len(extra) == 0 {
+		r.extra = nil
+	}
+	m.setRare(r)
+	return m
+}
+
+// rareCopy is a copy of m's rare fields, for a With method to change.
+func (m *Message) rareCopy() rare {
+	if m.rare == nil {
+		return rare{}
+	}
+	return *m.rare
+}
+
+// setRare points m at a new rare holding r, or at none when r is empty.
+// The one it pointed at is left as it was: copies of m may share it.
+func (m *Message) setRare(r rare) {
+	if r.empty() {
+		m.rare = nil
+		return
+	}
+	p := new(rare) // allocated here only, not for every call (&r would be)
+	*p = r
+	m.rare = p
+}
+
+// InternRole is the role named by s, a role string as it came: one of
+// the Role constants when s names one, so that decoding the roles of ten
+// thousand messages allocates no string for them, else a new string.
+func InternRole(s []byte) Role {
+	if r, ok := knownRole(s); ok {
+		return r
+	}
+	return Role(s)
+}
+
+// knownRole is the Role constant s names; ok is false for any other s.
+func knownRole(s []byte) (Role, bool) {
+	switch string(s) {
+	case string(RoleUser):
+		return RoleUser, true
+	case string(RoleAssistant):
+		return RoleAssistant, true
+	case string(RoleTool):
+		return RoleTool, true
+	case string(RoleSystem):
+		return RoleSystem, true
+	case string(RoleDeveloper):
+		return RoleDeveloper, true
+	}
+	return "", false
 }
 
 // Content is a message's content: plain text, or a list of parts when
@@ -159,8 +303,8 @@ func (m Message) clone() Message {
 	if m.ToolCalls != nil {
 		m.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
 	}
-	if m.Extra != nil {
-		m.Extra = maps.Clone(m.Extra)
+	if extra := m.Extra(); extra != nil {
+		m = m.WithExtra(maps.Clone(extra))
 	}
 	return m
 }
@@ -205,6 +349,7 @@ func (m *Message) unmarshalFull(data []byte) error {
 		return errors.New("message is null")
 	}
 	*m = Message{}
+	var r rare
 	for key, raw := range fields {
 		var err error
 		switch key {
@@ -217,11 +362,11 @@ func (m *Message) unmarshalFull(data []byte) error {
 		case "tool_calls":
 			err = json.Unmarshal(raw, &m.ToolCalls)
 		case "tool_call_id":
-			err = json.Unmarshal(raw, &m.ToolCallID)
+			err = json.Unmarshal(raw, &r.toolCallID)
 		case "name":
-			err = json.Unmarshal(raw, &m.Name)
+			err = json.Unmarshal(raw, &r.name)
 		case "reasoning_content":
-			err = json.Unmarshal(raw, &m.Reasoning)
+			err = json.Unmarshal(raw, &r.reasoning)
 		case "timestamp":
 			if t, ok := parseTimestamp(raw); ok {
 				m.Time = t
@@ -229,15 +374,16 @@ func (m *Message) unmarshalFull(data []byte) error {
 			}
 			fallthrough
 		default:
-			if m.Extra == nil {
-				m.Extra = make(map[string]json.RawMessage)
+			if r.extra == nil {
+				r.extra = make(map[string]json.RawMessage)
 			}
-			m.Extra[key] = raw
+			r.extra[key] = raw
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}
 	}
+	m.setRare(r)
 	return checkToolCalls(m.ToolCalls)
 }
 

@@ -132,7 +132,7 @@ func OpenAIWith(msgs []Message, opts OpenAIOptions) ([]OpenAIMessage, error) {
 			return nil, fmt.Errorf("message %d (%s): %w", i, m.Role, err)
 		}
 		if opts.KeepExtra {
-			p.Extra = m.Extra
+			p.Extra = m.Extra()
 		}
 		out = append(out, p)
 	}
@@ -165,7 +165,7 @@ func openAIMessage(m Message) (OpenAIMessage, error) {
 		} else {
 			out.Content.Text = m.Content.Text
 		}
-		out.Name = m.Name
+		out.Name = m.Name()
 	case RoleAssistant:
 		switch {
 		case m.Content.IsList():
@@ -187,10 +187,10 @@ func openAIMessage(m Message) (OpenAIMessage, error) {
 			}
 			out.ToolCalls = append(out.ToolCalls, tc)
 		}
-		out.Name = m.Name
+		out.Name = m.Name()
 	case RoleTool:
 		out.Content = textContent(m.Content)
-		out.ToolCallID = m.ToolCallID
+		out.ToolCallID = m.ToolCallID()
 	default:
 		return OpenAIMessage{}, fmt.Errorf("unknown role %q", m.Role)
 	}

@@ -37,8 +37,8 @@ func TestReadSessionNanobot(t *testing.T) {
 	if want := time.Date(2026, 3, 1, 10, 0, 1, 5e8, time.UTC); !h.Messages[0].Time.Equal(want) {
 		t.Errorf("timestamp = %v, want %v", h.Messages[0].Time, want)
 	}
-	if string(h.Messages[1].Extra["tools_used"]) != `["x"]` {
-		t.Errorf("unknown key lost: %+v", h.Messages[1].Extra)
+	if string(h.Messages[1].Extra()["tools_used"]) != `["x"]` {
+		t.Errorf("unknown key lost: %+v", h.Messages[1].Extra())
 	}
 	// Written back and read again, nothing changes.
 	out := AppendMeta(nil, *h.Meta)
@@ -53,7 +53,7 @@ func TestReadSessionNanobot(t *testing.T) {
 		string(h2.Meta.Extra["metadata"]) != `{"lang":"fr"}` {
 		t.Errorf("meta round trip: %+v", h2.Meta)
 	}
-	if !h2.Messages[0].Time.Equal(h.Messages[0].Time) || string(h2.Messages[1].Extra["tools_used"]) != `["x"]` {
+	if !h2.Messages[0].Time.Equal(h.Messages[0].Time) || string(h2.Messages[1].Extra()["tools_used"]) != `["x"]` {
 		t.Errorf("messages round trip: %+v", h2.Messages)
 	}
 	if !strings.HasPrefix(string(out), `{"_type":"metadata","key":"telegram:42","created_at":"2026-03-01T10:00:00.123456",`) {

@@ -223,7 +223,7 @@ func AppendAssistant(msgs []Message, content string, calls []ToolCall, reasoning
 	if content == "" && len(calls) == 0 {
 		return msgs, errors.New("assistant message has no content and no tool calls")
 	}
-	m := Message{Role: RoleAssistant, Content: TextContent(content), Reasoning: reasoning}
+	m := Message{Role: RoleAssistant, Content: TextContent(content)}.WithReasoning(reasoning)
 	seen := make(map[string]bool, len(calls))
 	for i, tc := range calls {
 		if tc.ID == "" || tc.Function.Name == "" {
@@ -247,7 +247,8 @@ func AppendAssistant(msgs []Message, content string, calls []ToolCall, reasoning
 func AppendToolResult(msgs []Message, callID, name, result string) ([]Message, error) {
 	for _, id := range pendingCalls(msgs) {
 		if id == callID {
-			return append(msgs, Message{Role: RoleTool, ToolCallID: callID, Name: name, Content: TextContent(result)}), nil
+			m := Message{Role: RoleTool, Content: TextContent(result)}.WithToolCallID(callID).WithName(name)
+			return append(msgs, m), nil
 		}
 	}
 	return msgs, fmt.Errorf("tool result for %q: no pending tool call with that id", callID)
@@ -265,7 +266,7 @@ func pendingCalls(msgs []Message) []string {
 	}
 	answered := make(map[string]bool)
 	for _, m := range msgs[i+1:] {
-		answered[m.ToolCallID] = true
+		answered[m.ToolCallID()] = true
 	}
 	var pending []string
 	for _, tc := range msgs[i].ToolCalls {

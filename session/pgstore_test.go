@@ -292,7 +292,7 @@ func TestPGStoreAppendTurnOnce(t *testing.T) {
 	st := pgStore(t, uniqueWorkspace(t))
 	turn := func(id, text string) messages.Message {
 		raw, _ := json.Marshal(id)
-		return messages.Message{Role: messages.RoleUser, Content: messages.TextContent(text), Extra: map[string]json.RawMessage{session.TurnKey: raw}}
+		return messages.Message{Role: messages.RoleUser, Content: messages.TextContent(text)}.WithExtra(map[string]json.RawMessage{session.TurnKey: raw})
 	}
 	for i, c := range []struct {
 		id, text string

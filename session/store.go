@@ -97,7 +97,7 @@ const CutKey = "loom_cut"
 
 // IsCut reports whether m is a reply that was cut before its end, and why.
 func IsCut(m messages.Message) (reason string, ok bool) {
-	raw, ok := m.Extra[CutKey]
+	raw, ok := m.Extra()[CutKey]
 	if !ok {
 		return "", false
 	}

@@ -177,11 +177,12 @@ func (s *Session) prepare(ctx context.Context, in TurnInput) (*Prepared, error) 
 	}
 	if p.id != "" && len(p.pending) > 0 {
 		first := &p.pending[0]
-		first.Extra = maps.Clone(first.Extra)
-		if first.Extra == nil {
-			first.Extra = map[string]json.RawMessage{}
+		extra := maps.Clone(first.Extra())
+		if extra == nil {
+			extra = map[string]json.RawMessage{}
 		}
-		first.Extra[TurnKey], _ = json.Marshal(p.id)
+		extra[TurnKey], _ = json.Marshal(p.id)
+		*first = first.WithExtra(extra)
 	}
 
 	// The prompt and the history are local reads, done whatever ctx says:
@@ -273,7 +274,7 @@ func (p *Prepared) Record(ctx context.Context, r Reply) error {
 		reply := messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(r.Content), ToolCalls: r.ToolCalls, Time: s.opts.Now().UTC()}
 		if r.Cut != "" {
 			reason, _ := json.Marshal(r.Cut)
-			reply.Extra = map[string]json.RawMessage{CutKey: reason}
+			reply = reply.WithExtra(map[string]json.RawMessage{CutKey: reason})
 		}
 		saved = append(saved[:len(saved):len(saved)], reply)
 	}
@@ -317,7 +318,8 @@ func ConversationID(conv []messages.Message) string {
 	h := sha256.New()
 	var line []byte
 	for _, m := range conv {
-		m.Time, m.Extra = time.Time{}, nil
+		m = m.WithExtra(nil)
+		m.Time = time.Time{}
 		var err error
 		if line, err = messages.AppendJSONL(line[:0], m); err != nil {
 			line = append(line[:0], m.Role...)
@@ -333,7 +335,7 @@ func ConversationID(conv []messages.Message) string {
 func findTurn(msgs []messages.Message, id string) int {
 	want, _ := json.Marshal(id)
 	for i := len(msgs) - 1; i >= max(0, len(msgs)-turnWindow); i-- {
-		if v, ok := msgs[i].Extra[TurnKey]; ok && string(v) == string(want) {
+		if v, ok := msgs[i].Extra()[TurnKey]; ok && string(v) == string(want) {
 			return i
 		}
 	}

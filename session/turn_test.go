@@ -74,8 +74,8 @@ func TestRecordStoresOnceForARetry(t *testing.T) {
 			t.Fatalf("stored %q, want %q", got, want)
 		}
 	}
-	if _, ok := st.Messages[4].Extra[session.TurnKey]; !ok {
-		t.Fatalf("the turn's first message has no %s: %v", session.TurnKey, st.Messages[4].Extra)
+	if _, ok := st.Messages[4].Extra()[session.TurnKey]; !ok {
+		t.Fatalf("the turn's first message has no %s: %v", session.TurnKey, st.Messages[4].Extra())
 	}
 }
 

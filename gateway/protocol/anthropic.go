@@ -376,7 +376,7 @@ func (t *Turn) anthropicUser(param string, blocks []anthropicBlock) error {
 				c = errorResult(c)
 			}
 			flush()
-			t.Messages = append(t.Messages, messages.Message{Role: messages.RoleTool, ToolCallID: b.ToolUseID, Content: c})
+			t.Messages = append(t.Messages, messages.Message{Role: messages.RoleTool, Content: c}.WithToolCallID(b.ToolUseID))
 		default:
 			return ferr(bp()+".type", "%q is not a user block loom reads (text, image, tool_result)", b.Type)
 		}
@@ -490,11 +490,11 @@ func (t *Turn) anthropicAssistant(param string, blocks []anthropicBlock) error {
 		}
 	}
 	m.Content = messages.TextContent(strings.Join(texts, ""))
-	m.Reasoning = strings.Join(thinking, "\n")
+	m = m.WithReasoning(strings.Join(thinking, "\n"))
 	if len(signed) > 0 {
-		m.Extra = map[string]json.RawMessage{messages.AnthropicThinkingKey: marshal(signed)}
+		m = m.WithExtra(map[string]json.RawMessage{messages.AnthropicThinkingKey: marshal(signed)})
 	}
-	if m.Content.IsEmpty() && len(m.ToolCalls) == 0 && m.Reasoning == "" && len(signed) == 0 {
+	if m.Content.IsEmpty() && len(m.ToolCalls) == 0 && m.Reasoning() == "" && len(signed) == 0 {
 		return nil // an empty turn (a prefill Claude Code left empty)
 	}
 	t.Messages = append(t.Messages, m)

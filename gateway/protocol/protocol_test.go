@@ -193,8 +193,8 @@ func TestDecodeResponsesItems(t *testing.T) {
 			{Type: messages.PartImage, Image: &messages.Image{MIME: "image/png", Data: "iVBORw0KGgo="}}}}},
 		{Role: messages.RoleAssistant, Content: messages.TextContent("A cat."), ToolCalls: []messages.ToolCall{
 			messages.NewToolCall("call_1", "get_weather", `{"city":"Paris"}`), messages.NewToolCall("call_2", "get_time", `{}`)}},
-		{Role: messages.RoleTool, ToolCallID: "call_1", Content: messages.TextContent("18C")},
-		{Role: messages.RoleTool, ToolCallID: "call_2", Content: messages.TextContent("noon")},
+		messages.Message{Role: messages.RoleTool, Content: messages.TextContent("18C")}.WithToolCallID("call_1"),
+		messages.Message{Role: messages.RoleTool, Content: messages.TextContent("noon")}.WithToolCallID("call_2"),
 		{Role: messages.RoleAssistant, Content: messages.TextContent("earlier answer")},
 	}
 	if !reflect.DeepEqual(turn.Messages, want) {
@@ -275,11 +275,12 @@ func TestDecodeMessagesClaudeCode(t *testing.T) {
 	want := []messages.Message{
 		{Role: messages.RoleUser, Content: messages.Content{Parts: []messages.Part{{Type: messages.PartText, Text: "<system-reminder>ctx</system-reminder>"},
 			{Type: messages.PartText, Text: "read a.txt"}, {Type: messages.PartImage, Image: &messages.Image{MIME: "image/png", Data: "iVBORw0KGgo="}}}}},
-		{Role: messages.RoleAssistant, Content: messages.TextContent("Reading."), Reasoning: "I should read it.",
-			ToolCalls: []messages.ToolCall{messages.NewToolCall("toolu_1", "Read", `{"file_path":"a.txt"}`)},
-			Extra:     map[string]json.RawMessage{messages.AnthropicThinkingKey: json.RawMessage(`[{"type":"thinking","thinking":"I should read it.","signature":"sig-1"}]`)}},
-		{Role: messages.RoleTool, ToolCallID: "toolu_1", Content: messages.TextContent("hello")},
-		{Role: messages.RoleTool, ToolCallID: "toolu_2", Content: messages.TextContent("Error: denied")},
+		messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent("Reading."),
+			ToolCalls: []messages.ToolCall{messages.NewToolCall("toolu_1", "Read", `{"file_path":"a.txt"}`)}}.
+			WithReasoning("I should read it.").
+			WithExtra(map[string]json.RawMessage{messages.AnthropicThinkingKey: json.RawMessage(`[{"type":"thinking","thinking":"I should read it.","signature":"sig-1"}]`)}),
+		messages.Message{Role: messages.RoleTool, Content: messages.TextContent("hello")}.WithToolCallID("toolu_1"),
+		messages.Message{Role: messages.RoleTool, Content: messages.TextContent("Error: denied")}.WithToolCallID("toolu_2"),
 		{Role: messages.RoleUser, Content: messages.TextContent("go on")},
 	}
 	if !reflect.DeepEqual(turn.Messages, want) {

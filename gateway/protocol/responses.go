@@ -213,7 +213,7 @@ func (t *Turn) responsesInput(raw json.RawMessage, resolve Resolver) error {
 			if err != nil {
 				return err
 			}
-			t.Messages = append(t.Messages, messages.Message{Role: messages.RoleTool, ToolCallID: it.CallID, Content: out})
+			t.Messages = append(t.Messages, messages.Message{Role: messages.RoleTool, Content: out}.WithToolCallID(it.CallID))
 		case "item_reference":
 			if it.ID == "" {
 				return ferr(param()+".id", "is required")

@@ -36,7 +36,7 @@ func Conversation(turns, words int) []messages.Message {
 		msgs = append(msgs,
 			messages.Message{Role: messages.RoleUser, Content: messages.TextContent(fmt.Sprintf("question %d: %s", i, Filler(i, words/4)))},
 			messages.Message{Role: messages.RoleAssistant, ToolCalls: []messages.ToolCall{messages.NewToolCall(id, "search", fmt.Sprintf(`{"q":"turn %d"}`, i))}},
-			messages.Message{Role: messages.RoleTool, ToolCallID: id, Content: messages.TextContent(Filler(i+1, words/2))},
+			messages.Message{Role: messages.RoleTool, Content: messages.TextContent(Filler(i+1, words/2))}.WithToolCallID(id),
 			messages.Message{Role: messages.RoleAssistant, Content: messages.TextContent(fmt.Sprintf("answer %d: %s", i, Filler(i+2, words/4)))},
 		)
 	}

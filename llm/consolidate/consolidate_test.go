@@ -310,7 +310,7 @@ func TestTranscript(t *testing.T) {
 	msgs := []messages.Message{
 		msg("user", "Remind me I like tea", t0),
 		{Role: "assistant", ToolCalls: []messages.ToolCall{{ID: "c1", Function: messages.FunctionCall{Name: "write_file"}}}, Time: t0},
-		{Role: "tool", ToolCallID: "c1", Content: messages.TextContent("ok")},
+		messages.Message{Role: "tool", Content: messages.TextContent("ok")}.WithToolCallID("c1"),
 		{Role: "assistant"},
 	}
 	want := "[2026-03-01 10:15] USER: Remind me I like tea\n[2026-03-01 10:15] ASSISTANT [tools: write_file]\n[?] TOOL: ok"

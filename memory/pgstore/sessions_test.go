@@ -71,11 +71,11 @@ func TestPGSessionSteps(t *testing.T) {
 	}
 	// Extra keys and the time survive the round trip.
 	m := msg(messages.RoleAssistant, "cut reply")
-	m.Extra = map[string]json.RawMessage{"loom_cut": json.RawMessage(`"interrupted"`)}
+	m = m.WithExtra(map[string]json.RawMessage{"loom_cut": json.RawMessage(`"interrupted"`)})
 	m.Time = time.Date(1600, 1, 2, 3, 4, 5, 0, time.UTC)
 	s.Append(ctx, "x", m)
 	st, _ = s.Load(ctx, "x")
-	if len(st.Messages) != 1 || string(st.Messages[0].Extra["loom_cut"]) != `"interrupted"` || !st.Messages[0].Time.Equal(m.Time) {
+	if len(st.Messages) != 1 || string(st.Messages[0].Extra()["loom_cut"]) != `"interrupted"` || !st.Messages[0].Time.Equal(m.Time) {
 		t.Errorf("round trip: %+v", st.Messages)
 	}
 }
