@@ -144,24 +144,23 @@ func plainName(s string) bool {
 
 func decode(r *http.Request, body []byte) (*request, error) {
 	q := &request{}
-	fields, raws, fast := splitRequest(body)
-	if len(raws) > maxRequestMessages {
-		return nil, tooManyMessages()
-	}
+	fields, fast := splitRequest(body)
 	if fast {
 		q.fields = fields
 	} else if err := json.Unmarshal(body, &q.fields); err != nil || q.fields == nil {
 		return nil, ferr("", "the request body must be a JSON object")
 	}
-	if len(raws) == 0 {
-		if err := json.Unmarshal(q.fields["messages"], &raws); err != nil || len(raws) == 0 {
-			return nil, ferr("messages", "must be a non-empty array of messages")
-		}
-		if len(raws) > maxRequestMessages {
-			return nil, tooManyMessages()
-		}
+	// The list is counted first (a list too long is refused unread), the
+	// messages decoded one by one into q.msgs, made once at that count.
+	list := q.fields["messages"]
+	n, more, ok := jsonscan.ArrayLen(list, maxRequestMessages)
+	if more {
+		return nil, tooManyMessages()
 	}
-	q.msgs = make([]messages.Message, 0, len(raws))
+	if !ok || n == 0 {
+		return nil, ferr("messages", "must be a non-empty array of messages")
+	}
+	q.msgs = make([]messages.Message, 0, n)
 	if s, ok := q.fields["stream"]; ok && string(s) != "null" {
 		if err := json.Unmarshal(s, &q.stream); err != nil {
 			return nil, ferr("stream", "must be a boolean")
@@ -198,7 +197,7 @@ func decode(r *http.Request, body []byte) (*request, error) {
 	if q.channel != "" && !plainName(q.channel) {
 		return nil, ferr("X-Loom-Channel", "a channel is a plain name")
 	}
-	for i, raw := range raws {
+	for i, raw := range jsonscan.Elements(list) {
 		// One decode as a message; the slower look at role and content
 		// only when that fails, for an error naming the field. It decodes
 		// into the list's next place: a message of its own would be one
@@ -255,20 +254,19 @@ func (q *request) dropLast() {
 }
 
 // splitRequest reads a request body in one check and one pass: its
-// top-level fields as raw values, and the messages array's elements, both
-// slices of body. encoding/json checked the body, decoded it into a map,
-// then checked and decoded the messages again. fast is false for a body
-// that is not a JSON object with distinct keys, which the caller decodes
-// with encoding/json for its error; raws is nil when "messages" is not a
-// non-empty array (TestSplitRequestAgrees).
-func splitRequest(body []byte) (fields map[string]json.RawMessage, raws []json.RawMessage, fast bool) {
+// top-level fields as raw values, slices of body (encoding/json checked
+// the body, then decoded it into a map, copying each field). fast is
+// false for a body that is not a JSON object with distinct keys, which the
+// caller decodes with encoding/json for its error
+// (FuzzSplitRequestAgrees).
+func splitRequest(body []byte) (fields map[string]json.RawMessage, fast bool) {
 	if !json.Valid(body) {
-		return nil, nil, false
+		return nil, false
 	}
 	p := &scan{b: body}
 	p.ws()
 	if !p.eat('{') {
-		return nil, nil, false
+		return nil, false
 	}
 	fields = make(map[string]json.RawMessage, 8)
 	if !p.members(func(key []byte) bool {
@@ -283,35 +281,9 @@ func splitRequest(body []byte) (fields map[string]json.RawMessage, raws []json.R
 		fields[string(key)] = body[start:p.i:p.i]
 		return true
 	}) {
-		return nil, nil, false
+		return nil, false
 	}
-	if m := fields["messages"]; len(m) > 0 && m[0] == '[' {
-		// Counted first, so that the list is allocated once at its size
-		// (appended, it took three times the bytes of a list of tiny
-		// messages); one past the bound, for the caller to refuse.
-		if n, _, _ := jsonscan.ArrayLen(m, maxRequestMessages+1); n > 0 {
-			raws = make([]json.RawMessage, 0, n)
-		}
-		a := &scan{b: m}
-		a.i = 1
-		if !a.eat(']') {
-			for {
-				a.ws()
-				start := a.i
-				if !a.skip() {
-					return fields, nil, true
-				}
-				raws = append(raws, m[start:a.i:a.i])
-				if len(raws) > maxRequestMessages {
-					break // refused by the caller; not read further
-				}
-				if !a.eat(',') {
-					break
-				}
-			}
-		}
-	}
-	return fields, raws, true
+	return fields, true
 }
 
 // systemText is a system message's text: a string, or its text parts.

@@ -9,6 +9,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"iter"
 	"strings"
 	"unicode/utf8"
 )
@@ -126,18 +127,33 @@ func ArrayAtMost(b []byte, max int) (elems [][]byte, more, ok bool) {
 		return nil, false, false
 	}
 	elems = make([][]byte, 0, n)
-	more, _ = eachElement(b, max, func(e []byte) { elems = append(elems, e) })
+	more, _ = eachElement(b, max, func(e []byte) bool { elems = append(elems, e); return true })
 	return elems, more, true
 }
 
 // ArrayLen counts the elements of b, valid JSON, as ArrayAtMost finds
 // them, keeping none: a decoder sizes its slice once with it.
 func ArrayLen(b []byte, max int) (n int, more, ok bool) {
-	more, ok = eachElement(b, max, func([]byte) { n++ })
+	more, ok = eachElement(b, max, func([]byte) bool { n++; return true })
 	if !ok {
 		return 0, false, false
 	}
 	return n, more, true
+}
+
+// Elements yields the elements of array b, valid JSON, in order with
+// their index, keeping none: a decoder that sized its list with ArrayLen
+// decodes each element straight into it, with no list of the elements
+// made first (for a list of tiny messages, that list alone was 0.75 times
+// the body). Nothing is yielded when b is not an array.
+func Elements(b []byte) iter.Seq2[int, []byte] {
+	return func(yield func(int, []byte) bool) {
+		i := 0
+		eachElement(b, -1, func(e []byte) bool {
+			i++
+			return yield(i-1, e)
+		})
+	}
 }
 
 // ObjectLen counts the members of object b, valid JSON, stopping past
@@ -182,8 +198,8 @@ func ObjectLen(b []byte, max int) (n int, more, ok bool) {
 }
 
 // eachElement hands each element of array b to each, at most max of them
-// (max < 0: all); more says there were others.
-func eachElement(b []byte, max int, each func([]byte)) (more, ok bool) {
+// (max < 0: all), until each returns false; more says there were others.
+func eachElement(b []byte, max int, each func([]byte) bool) (more, ok bool) {
 	p := Cursor{b: b}
 	p.WS()
 	if !p.Eat('[') {
@@ -202,7 +218,9 @@ func eachElement(b []byte, max int, each func([]byte)) (more, ok bool) {
 		if !p.Skip() {
 			return false, false
 		}
-		each(b[s:p.i:p.i])
+		if !each(b[s:p.i:p.i]) {
+			return false, true
+		}
 		p.WS()
 		if p.Eat(',') {
 			continue

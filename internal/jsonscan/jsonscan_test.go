@@ -55,6 +55,16 @@ func FuzzSplitAgrees(f *testing.F) {
 		if ok != isArr {
 			t.Fatalf("%q: Array ok %v, encoding/json reads an array: %v", b, ok, isArr)
 		}
+		var walked [][]byte
+		for i, e := range jsonscan.Elements(b) {
+			if i != len(walked) {
+				t.Fatalf("%q: Elements yields index %d for element %d", b, i, len(walked))
+			}
+			walked = append(walked, e)
+		}
+		if len(walked) != len(elems) || len(walked) > 0 && !reflect.DeepEqual(walked, elems) {
+			t.Fatalf("%q: Elements yields %q, Array finds %q", b, walked, elems)
+		}
 		if ok {
 			if len(elems) != len(arr) {
 				t.Fatalf("%q: %d elements, encoding/json %d", b, len(elems), len(arr))
@@ -191,6 +201,23 @@ func TestArrayLen(t *testing.T) {
 		if n != c.n || more != c.more || ok != c.ok {
 			t.Errorf("ArrayLen(%s, %d) = %d, %v, %v; want %d, %v, %v", c.in, c.max, n, more, ok, c.n, c.more, c.ok)
 		}
+	}
+}
+
+// Elements stops where its loop does.
+func TestElementsBreak(t *testing.T) {
+	var got []string
+	for i, e := range jsonscan.Elements([]byte(`[1, "a", {"b":[2,3]}, 4]`)) {
+		if i == 2 {
+			break
+		}
+		got = append(got, string(e))
+	}
+	if !reflect.DeepEqual(got, []string{"1", `"a"`}) {
+		t.Errorf("got %q", got)
+	}
+	for range jsonscan.Elements([]byte(`{"a":1}`)) {
+		t.Error("an object has elements")
 	}
 }
 
