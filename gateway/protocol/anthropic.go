@@ -161,29 +161,35 @@ func (t *Turn) systemBlocks(raw json.RawMessage) (string, error) {
 }
 
 func (t *Turn) anthropicMessages(raw json.RawMessage) error {
-	// raw is a slice of a body object checked, so jsonscan may split it:
-	// no copy of the list, and a list too long is refused unread.
-	list, more, ok := jsonscan.ArrayAtMost(raw, MaxMessages)
-	if !ok || len(list) == 0 {
+	// raw is a slice of a body object checked, so jsonscan may walk it:
+	// a list too long is refused unread, and each message is read in
+	// turn, with no list of them made first.
+	n, more, ok := jsonscan.ArrayLen(raw, MaxMessages)
+	if !ok || n == 0 {
 		return ferr("messages", "must be a non-empty list of messages")
 	}
 	if more {
 		return ferr("messages", "more than %d messages", MaxMessages)
 	}
-	msgs := make([]struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"-"` // jsonscan.Lookup's slice of the body, not a copy
-	}, len(list))
-	for i, m := range list {
-		if !roleOf(m, &msgs[i].Role) {
+	// Every role is read before any content, so a message without one
+	// is refused before a content error of an earlier one, as when the
+	// list was decoded whole.
+	for _, m := range jsonscan.Elements(raw) {
+		var role string
+		if !roleOf(m, &role) {
 			return ferr("messages", "must be a non-empty list of messages")
 		}
-		msgs[i].Content, _ = jsonscan.Lookup(m, "content")
 	}
-	t.Messages = slices.Grow(t.Messages, len(msgs))
+	t.Messages = slices.Grow(t.Messages, n)
 	var one [1]anthropicBlock // a text turn's block; the readers below keep no block
 	var text string           // a text turn's text (one variable: a pointer to it is taken)
-	for i, m := range msgs {
+	for i, elem := range jsonscan.Elements(raw) {
+		var m struct {
+			Role    string
+			Content json.RawMessage // jsonscan.Lookup's slice of the body, not a copy
+		}
+		roleOf(elem, &m.Role) // checked above
+		m.Content, _ = jsonscan.Lookup(elem, "content")
 		var blocks []anthropicBlock
 		text = ""
 		if unmarshalString(m.Content, &text) == nil {
@@ -213,7 +219,7 @@ func (t *Turn) anthropicMessages(raw json.RawMessage) error {
 			if err != nil {
 				return err
 			}
-			if parts, ok := textParts(m.Content, n); ok {
+			if parts, ok := textParts(m.Content, n, anthropicTextType); ok {
 				if len(parts) > 0 {
 					t.Messages = append(t.Messages, messages.Message{Role: messages.RoleUser, Content: content(parts)})
 				}
@@ -253,11 +259,14 @@ func (t *Turn) anthropicMessages(raw json.RawMessage) error {
 	return nil
 }
 
-// textParts reads list, a list of n content blocks, when every block is
-// a plain text block: an object of exactly the keys "type", with the
-// string "text", and "text", a string, both without escapes. ok is false
-// for anything else, left to the block decoder.
-func textParts(list []byte, n int) (parts []messages.Part, ok bool) {
+// anthropicTextType reports whether a block of type typ is a text block.
+func anthropicTextType(typ []byte) bool { return string(typ) == "text" }
+
+// textParts reads list, a list of n content blocks or parts, when every
+// one is a plain text block: an object of exactly the keys "type", a
+// string isText accepts, and "text", a string, both without escapes. ok is
+// false for anything else, left to the block decoder.
+func textParts(list []byte, n int, isText func(typ []byte) bool) (parts []messages.Part, ok bool) {
 	p := jsonscan.NewCursor(list)
 	if !p.Eat('[') {
 		return nil, false
@@ -269,7 +278,7 @@ func textParts(list []byte, n int) (parts []messages.Part, ok bool) {
 	}
 	for {
 		p.WS()
-		text, ok := plainTextBlock(p)
+		text, ok := plainTextBlock(p, isText)
 		if !ok {
 			return nil, false
 		}
@@ -283,7 +292,7 @@ func textParts(list []byte, n int) (parts []messages.Part, ok bool) {
 }
 
 // plainTextBlock reads one plain text block at p (see textParts).
-func plainTextBlock(p *jsonscan.Cursor) (text string, ok bool) {
+func plainTextBlock(p *jsonscan.Cursor, isText func(typ []byte) bool) (text string, ok bool) {
 	if !p.Eat('{') {
 		return "", false
 	}
@@ -313,7 +322,7 @@ func plainTextBlock(p *jsonscan.Cursor) (text string, ok bool) {
 			break
 		}
 	}
-	if string(typ) != "text" || txt == nil || !p.Eat('}') {
+	if !isText(typ) || txt == nil || !p.Eat('}') {
 		return "", false
 	}
 	return string(txt), true
@@ -326,7 +335,7 @@ func plainTextBlock(p *jsonscan.Cursor) (text string, ok bool) {
 // encoding/json.
 func roleOf(m []byte, role *string) bool {
 	if plainMembers(m, func(key, value []byte) bool {
-		return len(key) != 4 || !strings.EqualFold(string(key), "role") || unmarshalString(value, role) == nil
+		return len(key) != 4 || !strings.EqualFold(string(key), "role") || unmarshalRole(value, role) == nil
 	}) {
 		return true
 	}

@@ -98,13 +98,16 @@ func FuzzUnmarshalStringAgrees(f *testing.F) {
 }
 
 // textParts, where it reads a user turn's block list, gives the message
-// anthropicUser makes of the decoded blocks.
+// anthropicUser makes of the decoded blocks; where it reads a Responses
+// message's part list, the parts decodeParts makes.
 func FuzzTextPartsAgrees(f *testing.F) {
 	for _, s := range []string{
 		`[{"type":"text","text":"a"},{"text":"b","type":"text"}]`, `[]`, `[{"type":"text","text":""}]`,
 		`[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]`, `[{"type":"text","text":"a\nb"}]`,
 		`[{"type":"text","text":null}]`, `[{"type":"text","type":"text","text":"a"}]`, `[{"Type":"text","text":"a"}]`,
 		`[{"type":"image","text":"a"}]`, `[{"type":"text"}]`, `[ { "type" : "text" , "text" : "a" } ]`, `{}`, `"a"`,
+		`[{"type":"input_text","text":"a"},{"text":"b","type":"output_text"}]`, `[{"type":"refusal","text":"a"}]`,
+		`[{"type":"input_text","text":"a","TEXT":"b"}]`, `[{"type":"input_image","text":"a"}]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -113,7 +116,17 @@ func FuzzTextPartsAgrees(f *testing.F) {
 			return // the reader gets jsonscan.Lookup's value: trimmed, checked
 		}
 		n, _, _ := jsonscan.ArrayLen(raw, -1)
-		parts, ok := textParts(raw, n)
+		if parts, ok := textParts(raw, n, responsesTextType); ok {
+			var slow Turn
+			want, err := slow.decodeParts("input[0].content", raw)
+			if err != nil {
+				t.Fatalf("textParts(%q) read it as Responses parts, decodeParts refuses it: %v", raw, err)
+			}
+			if a, b := fmt.Sprintf("%#v", parts), fmt.Sprintf("%#v", want); a != b {
+				t.Fatalf("textParts(%q), Responses parts:\n%s\ndecodeParts:\n%s", raw, a, b)
+			}
+		}
+		parts, ok := textParts(raw, n, anthropicTextType)
 		if !ok {
 			return
 		}

@@ -95,6 +95,18 @@ func unmarshalString(raw []byte, s *string) error {
 	return err
 }
 
+// unmarshalRole is unmarshalString for a role: a role messages knows
+// (user, assistant, …) is its constant's string, so that the roles of a
+// long list allocate nothing.
+func unmarshalRole(raw []byte, s *string) error {
+	p := jsonscan.NewCursor(raw)
+	if b, plain := p.PlainString(); plain && p.Pos() == len(raw) {
+		*s = string(messages.InternRole(b))
+		return nil
+	}
+	return unmarshalString(raw, s)
+}
+
 // plainMembers calls each with every member of obj, a value already
 // checked as JSON, in order: its key and its value's raw JSON. It reports
 // false, to send the caller to encoding/json, when obj is not an object, a

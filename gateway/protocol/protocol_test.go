@@ -234,9 +234,12 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		}
 	}
 	for body, param := range map[string]string{
-		`{"model":"m","messages":[{"role":"user","content":"x"}]}`:                                              "max_tokens",
-		`{"max_tokens":5,"messages":[]}`:                                                                        "messages",
-		`{"max_tokens":5,"messages":[{"role":"robot","content":"x"}]}`:                                          "messages[0].role",
+		`{"model":"m","messages":[{"role":"user","content":"x"}]}`:     "max_tokens",
+		`{"max_tokens":5,"messages":[]}`:                               "messages",
+		`{"max_tokens":5,"messages":[{"role":"robot","content":"x"}]}`: "messages[0].role",
+		// Every message's role is read before any content is.
+		`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"document"}]},7]}`:                       "messages",
+		`{"max_tokens":5,"messages":[{"role":"robot","content":"x"},{"role":5,"content":"x"}]}`:                 "messages",
 		`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"document"}]}]}`:                         "messages[0].content[0].type",
 		`{"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file"}}]}]}`:   "messages[0].content[0].source",
 		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"web_search_20250305"}]}`:  "tools[0].type",

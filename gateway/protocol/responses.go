@@ -135,7 +135,7 @@ func (it *responsesItem) decode(raw []byte) error {
 		case strings.EqualFold(k, "id"):
 			field = &it.ID
 		case strings.EqualFold(k, "role"):
-			field = &it.Role
+			return unmarshalRole(value, &it.Role) == nil
 		case strings.EqualFold(k, "call_id"):
 			field = &it.CallID
 		case strings.EqualFold(k, "name"):
@@ -175,17 +175,18 @@ func (t *Turn) responsesInput(raw json.RawMessage, resolve Resolver) error {
 		t.Messages = append(t.Messages, messages.Message{Role: messages.RoleUser, Content: messages.TextContent(text)})
 		return nil
 	}
-	// raw is a slice of a body object checked, so jsonscan may split it:
-	// no copy of the list, and a list too long is refused unread.
-	items, more, ok := jsonscan.ArrayAtMost(raw, MaxMessages)
+	// raw is a slice of a body object checked, so jsonscan may walk it:
+	// a list too long is refused unread, and each item is decoded in
+	// turn, with no list of the items made first.
+	n, more, ok := jsonscan.ArrayLen(raw, MaxMessages)
 	if !ok {
 		return ferr("input", "must be a string or a list of input items")
 	}
 	if more {
 		return ferr("input", "more than %d items", MaxMessages)
 	}
-	t.Messages = slices.Grow(t.Messages, len(items))
-	for i, rawItem := range items {
+	t.Messages = slices.Grow(t.Messages, n)
+	for i, rawItem := range jsonscan.Elements(raw) {
 		param := func() string { return fmt.Sprintf("input[%d]", i) } // for an error only
 		var it responsesItem
 		if err := it.decode(rawItem); err != nil {
@@ -267,33 +268,9 @@ func (t *Turn) responsesMessage(param func() string, it responsesItem) error {
 		}
 		parts = []messages.Part{{Type: messages.PartText, Text: text}}
 	} else {
-		ps, err := decodeList[responsesPart](t, param()+".content", it.Content)
-		if err != nil {
-			return listError(err, param()+".content", "must be a string or a list of content parts")
-		}
-		parts = make([]messages.Part, 0, len(ps))
-		for j, p := range ps {
-			pp := func() string { return fmt.Sprintf("%s.content[%d]", param(), j) } // for an error only
-			switch p.Type {
-			case "input_text", "output_text", "text":
-				if p.Text == nil {
-					return ferr(pp()+".text", "is required")
-				}
-				parts = append(parts, messages.Part{Type: messages.PartText, Text: *p.Text})
-			case "refusal":
-				parts = append(parts, messages.Part{Type: messages.PartText, Text: p.Refusal})
-			case "input_image":
-				if p.ImageURL == "" {
-					return ferr(pp()+".image_url", "is required (loom keeps no files, so file_id is not enough)")
-				}
-				im, err := imageFromURL(p.ImageURL)
-				if err != nil {
-					return ferr(pp()+".image_url", "%v", err)
-				}
-				parts = append(parts, messages.Part{Type: messages.PartImage, Image: im})
-			default:
-				return ferr(pp()+".type", "%q is not a content part loom reads (input_text, output_text, refusal, input_image)", p.Type)
-			}
+		var err error
+		if parts, err = t.responsesParts(param()+".content", it.Content); err != nil {
+			return err
 		}
 	}
 	c := content(parts)
@@ -315,6 +292,68 @@ func (t *Turn) responsesMessage(param func() string, it responsesItem) error {
 		return ferr(param()+".role", "%q is not one of user, assistant, system, developer", it.Role)
 	}
 	return nil
+}
+
+// responsesParts reads a message's list of content parts; param names
+// the list.
+func (t *Turn) responsesParts(param string, raw json.RawMessage) ([]messages.Part, error) {
+	// A list of plain text parts becomes its parts without a decoded
+	// part each (72 bytes, over twice the JSON of a short one, and a
+	// string and a pointer for its text), as the loop below would make
+	// them.
+	n, err := t.countBlocks(param, raw)
+	if err != nil {
+		return nil, err
+	}
+	if parts, ok := textParts(raw, n, responsesTextType); ok {
+		return parts, nil
+	}
+	t.blocks -= n // decodeList counts them
+	return t.decodeParts(param, raw)
+}
+
+// decodeParts is responsesParts for every shape of list: each part
+// decoded by encoding/json, then made a messages.Part.
+func (t *Turn) decodeParts(param string, raw json.RawMessage) ([]messages.Part, error) {
+	ps, err := decodeList[responsesPart](t, param, raw)
+	if err != nil {
+		return nil, listError(err, param, "must be a string or a list of content parts")
+	}
+	parts := make([]messages.Part, 0, len(ps))
+	for j, p := range ps {
+		pp := func() string { return fmt.Sprintf("%s[%d]", param, j) } // for an error only
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			if p.Text == nil {
+				return nil, ferr(pp()+".text", "is required")
+			}
+			parts = append(parts, messages.Part{Type: messages.PartText, Text: *p.Text})
+		case "refusal":
+			parts = append(parts, messages.Part{Type: messages.PartText, Text: p.Refusal})
+		case "input_image":
+			if p.ImageURL == "" {
+				return nil, ferr(pp()+".image_url", "is required (loom keeps no files, so file_id is not enough)")
+			}
+			im, err := imageFromURL(p.ImageURL)
+			if err != nil {
+				return nil, ferr(pp()+".image_url", "%v", err)
+			}
+			parts = append(parts, messages.Part{Type: messages.PartImage, Image: im})
+		default:
+			return nil, ferr(pp()+".type", "%q is not a content part loom reads (input_text, output_text, refusal, input_image)", p.Type)
+		}
+	}
+	return parts, nil
+}
+
+// responsesTextType reports whether a content part of type typ is text
+// read from its "text" key.
+func responsesTextType(typ []byte) bool {
+	switch string(typ) {
+	case "input_text", "output_text", "text":
+		return true
+	}
+	return false
 }
 
 // responsesOutput reads a function_call_output's output: a string, or a
