@@ -97,12 +97,12 @@ func cutNote(limit int) string {
 }
 
 // maxRequestMessages bounds the messages of one request, on every wire
-// (protocol.MaxMessages). A decoded message takes some 160 bytes before
-// its text, several times what a tiny one takes in the body, so without a
-// bound a body of a million tiny messages held some 36 times its size
-// while decoding; with it, decoding holds at most about 4 times the body
-// (TestDecodePeakMemory). An agent's history is compacted long before
-// this.
+// (protocol.MaxMessages). A decoded message takes 112 bytes before its
+// text (messages.Message), over three times what a tiny one takes in the
+// body, so without a bound a body of a million tiny messages held some 36
+// times its size while decoding; with it, decoding holds at most 4 times
+// the body (TestDecodePeakMemory). An agent's history is compacted long
+// before this.
 const maxRequestMessages = protocol.MaxMessages
 
 func tooManyMessages() error {
