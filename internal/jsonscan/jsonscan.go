@@ -41,10 +41,8 @@ func Object(b []byte) (members []Member, ok bool) {
 			return nil, false
 		}
 		rawKey := b[ks:p.i]
-		var key string
-		if bytes.IndexByte(rawKey, '\\') < 0 {
-			key = string(rawKey[1 : len(rawKey)-1])
-		} else if json.Unmarshal(rawKey, &key) != nil {
+		key, ok := decodeKey(rawKey)
+		if !ok {
 			return nil, false
 		}
 		p.WS()
@@ -63,6 +61,18 @@ func Object(b []byte) (members []Member, ok bool) {
 		}
 		return members, p.Eat('}')
 	}
+}
+
+// decodeKey decodes a key as encoding/json does. A key with no escape
+// and only UTF-8 is its bytes; any other goes through encoding/json, which
+// also turns each byte that is not UTF-8 into U+FFFD (taken as it was,
+// {"\xc6":{}} had a key that encoding/json reads as "\ufffd").
+func decodeKey(rawKey []byte) (key string, ok bool) {
+	inner := rawKey[1 : len(rawKey)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	return key, json.Unmarshal(rawKey, &key) == nil
 }
 
 // Lookup returns the value of object b's member that encoding/json would
@@ -110,29 +120,26 @@ func Lookup(b []byte, name string) (value []byte, found bool) {
 }
 
 // Array splits b, valid JSON, into its elements in order. ok is false when
-// b is not an array.
+// b is not an array. The elements are counted first and the list
+// allocated once at its size: grown by appending, it took three times the
+// bytes of a list of tiny messages. A reader that bounds its list counts
+// it with ArrayLen, and one that decodes each element walks them with
+// Elements, keeping no list.
 func Array(b []byte) (elems [][]byte, ok bool) {
-	elems, _, ok = ArrayAtMost(b, -1)
-	return elems, ok
-}
-
-// ArrayAtMost is Array for a list its reader bounds: past max elements
-// (max < 0: no bound) it stops and reports more, so a list of a million
-// tiny elements costs nothing to refuse. The elements are counted first
-// and the list allocated once at its size: grown by appending, it took
-// three times the bytes of a list of tiny messages.
-func ArrayAtMost(b []byte, max int) (elems [][]byte, more, ok bool) {
-	n, _, ok := ArrayLen(b, max)
+	n, _, ok := ArrayLen(b, -1)
 	if !ok {
-		return nil, false, false
+		return nil, false
 	}
 	elems = make([][]byte, 0, n)
-	more, _ = eachElement(b, max, func(e []byte) bool { elems = append(elems, e); return true })
-	return elems, more, true
+	eachElement(b, -1, func(e []byte) bool { elems = append(elems, e); return true })
+	return elems, true
 }
 
-// ArrayLen counts the elements of b, valid JSON, as ArrayAtMost finds
-// them, keeping none: a decoder sizes its slice once with it.
+// ArrayLen counts the elements of b, valid JSON, as Array finds them,
+// keeping none, and stops past max (max < 0: no bound), reporting more:
+// a list of a million tiny elements costs nothing to refuse, and a
+// decoder sizes its slice once with it. ok is false when b is not an
+// array.
 func ArrayLen(b []byte, max int) (n int, more, ok bool) {
 	more, ok = eachElement(b, max, func([]byte) bool { n++; return true })
 	if !ok {

@@ -139,26 +139,6 @@ func emptied(v any) any {
 	return v
 }
 
-func TestArrayAtMost(t *testing.T) {
-	for _, c := range []struct {
-		in       string
-		max, n   int
-		more, ok bool
-	}{
-		{`[1,2,3]`, 3, 3, false, true},
-		{`[1,2,3]`, 2, 2, true, true},
-		{`[1,2,3]`, 0, 0, true, true},
-		{`[]`, 0, 0, false, true},
-		{`[1,2,3]`, -1, 3, false, true},
-		{`{"a":1}`, 5, 0, false, false},
-	} {
-		elems, more, ok := jsonscan.ArrayAtMost([]byte(c.in), c.max)
-		if len(elems) != c.n || more != c.more || ok != c.ok {
-			t.Errorf("ArrayAtMost(%s, %d) = %d elements, more %v, ok %v; want %d, %v, %v", c.in, c.max, len(elems), more, ok, c.n, c.more, c.ok)
-		}
-	}
-}
-
 // FuzzLookup: on valid JSON, Lookup finds what encoding/json decodes into
 // a json.RawMessage field.
 func FuzzLookup(f *testing.F) {
@@ -193,7 +173,11 @@ func TestArrayLen(t *testing.T) {
 		more, ok bool
 	}{
 		{`[1, "a", {"b":[2,3]}]`, 5, 3, false, true},
+		{`[1,2,3]`, 3, 3, false, true},
 		{`[1,2,3]`, 2, 2, true, true},
+		{`[1,2,3]`, 0, 0, true, true},
+		{`[]`, 0, 0, false, true},
+		{`[1,2,3]`, -1, 3, false, true},
 		{` [ ] `, 1, 0, false, true},
 		{`{"a":1}`, 5, 0, false, false},
 	} {
