@@ -279,6 +279,10 @@ func memoryStream(body io.Reader) memory.ImportSource {
 		}
 		return nil
 	}
+	// m is the memory each call decodes into, made once: one made per
+	// call goes to the heap (the decoder takes it as an interface), and
+	// an import of 100,000 memories written {} allocated 43 times its body.
+	var m memory.Memory
 	return func() (memory.Memory, error) {
 		if state == 0 {
 			state = 1
@@ -308,7 +312,7 @@ func memoryStream(body io.Reader) memory.ImportSource {
 			}
 			return memory.Memory{}, io.EOF
 		}
-		var m memory.Memory
+		m = memory.Memory{}
 		if err := dec.Decode(&m); err != nil {
 			return memory.Memory{}, decodeProblem(err)
 		}
