@@ -119,23 +119,7 @@ func Lookup(b []byte, name string) (value []byte, found bool) {
 	}
 }
 
-// Array splits b, valid JSON, into its elements in order. ok is false when
-// b is not an array. The elements are counted first and the list
-// allocated once at its size: grown by appending, it took three times the
-// bytes of a list of tiny messages. A reader that bounds its list counts
-// it with ArrayLen, and one that decodes each element walks them with
-// Elements, keeping no list.
-func Array(b []byte) (elems [][]byte, ok bool) {
-	n, _, ok := ArrayLen(b, -1)
-	if !ok {
-		return nil, false
-	}
-	elems = make([][]byte, 0, n)
-	eachElement(b, -1, func(e []byte) bool { elems = append(elems, e); return true })
-	return elems, true
-}
-
-// ArrayLen counts the elements of b, valid JSON, as Array finds them,
+// ArrayLen counts the elements of b, valid JSON, as Elements yields them,
 // keeping none, and stops past max (max < 0: no bound), reporting more:
 // a list of a million tiny elements costs nothing to refuse, and a
 // decoder sizes its slice once with it. ok is false when b is not an
