@@ -215,17 +215,16 @@ func (t *Turn) anthropicMessages(raw json.RawMessage) error {
 			// A list of plain text blocks becomes its message without a
 			// decoded block each (176 bytes, over six times the JSON of a
 			// short one), as anthropicUser would make it.
-			n, err := t.countBlocks(param+".content", m.Content)
+			parts, ok, err := t.plainTextList(param+".content", m.Content, anthropicTextType)
 			if err != nil {
 				return err
 			}
-			if parts, ok := textParts(m.Content, n, anthropicTextType); ok {
+			if ok {
 				if len(parts) > 0 {
 					t.Messages = append(t.Messages, messages.Message{Role: messages.RoleUser, Content: content(parts)})
 				}
 				continue
 			}
-			t.blocks -= n // decodeList counts them
 		}
 		if blocks == nil {
 			list, err := decodeList[anthropicBlock](t, param+".content", m.Content)
@@ -261,72 +260,6 @@ func (t *Turn) anthropicMessages(raw json.RawMessage) error {
 
 // anthropicTextType reports whether a block of type typ is a text block.
 func anthropicTextType(typ []byte) bool { return string(typ) == "text" }
-
-// textParts reads list, a list of n content blocks or parts, when every
-// one is a plain text block: an object of exactly the keys "type", a
-// string isText accepts, and "text", a string, both without escapes. ok is
-// false for anything else, left to the block decoder.
-func textParts(list []byte, n int, isText func(typ []byte) bool) (parts []messages.Part, ok bool) {
-	p := jsonscan.NewCursor(list)
-	if !p.Eat('[') {
-		return nil, false
-	}
-	parts = make([]messages.Part, 0, n)
-	p.WS()
-	if p.Eat(']') {
-		return parts, p.Pos() == len(list)
-	}
-	for {
-		p.WS()
-		text, ok := plainTextBlock(p, isText)
-		if !ok {
-			return nil, false
-		}
-		parts = append(parts, messages.Part{Type: messages.PartText, Text: text})
-		p.WS()
-		if p.Eat(',') {
-			continue
-		}
-		return parts, p.Eat(']') && p.Pos() == len(list)
-	}
-}
-
-// plainTextBlock reads one plain text block at p (see textParts).
-func plainTextBlock(p *jsonscan.Cursor, isText func(typ []byte) bool) (text string, ok bool) {
-	if !p.Eat('{') {
-		return "", false
-	}
-	var typ, txt []byte
-	for range 2 {
-		p.WS()
-		key, plain := p.PlainString()
-		p.WS()
-		if !plain || !p.Eat(':') {
-			return "", false
-		}
-		p.WS()
-		v, plain := p.PlainString()
-		if !plain {
-			return "", false
-		}
-		switch {
-		case string(key) == "type" && typ == nil:
-			typ = v
-		case string(key) == "text" && txt == nil:
-			txt = v
-		default:
-			return "", false
-		}
-		p.WS()
-		if !p.Eat(',') {
-			break
-		}
-	}
-	if !isText(typ) || txt == nil || !p.Eat('}') {
-		return "", false
-	}
-	return string(txt), true
-}
 
 // roleOf decodes a message's role as json.Unmarshal into a struct with
 // one field, Role, does (every "role" key in any case is decoded, the last

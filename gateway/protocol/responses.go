@@ -299,16 +299,11 @@ func (t *Turn) responsesMessage(param func() string, it responsesItem) error {
 func (t *Turn) responsesParts(param string, raw json.RawMessage) ([]messages.Part, error) {
 	// A list of plain text parts becomes its parts without a decoded
 	// part each (72 bytes, over twice the JSON of a short one, and a
-	// string and a pointer for its text), as the loop below would make
-	// them.
-	n, err := t.countBlocks(param, raw)
-	if err != nil {
-		return nil, err
+	// string and a pointer for its text), as decodeParts would make them.
+	parts, ok, err := t.plainTextList(param, raw, responsesTextType)
+	if err != nil || ok {
+		return parts, err
 	}
-	if parts, ok := textParts(raw, n, responsesTextType); ok {
-		return parts, nil
-	}
-	t.blocks -= n // decodeList counts them
 	return t.decodeParts(param, raw)
 }
 
